@@ -1,0 +1,67 @@
+/* mdflow — shared codelet glue. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mdf_codelet.h"
+
+uint32_t mdf_footprint_by_work(struct starpu_task *task)
+{
+    int64_t work = 0;
+    if (task->cl_arg && task->cl_arg_size >= sizeof(int64_t)) memcpy(&work, task->cl_arg, sizeof work);
+    /* ~10% wide bins: log(work)/log(1.1). */
+    uint32_t bin = work > 0 ? (uint32_t)lrint(log((double)work) / log(1.1)) : 0u;
+    return starpu_hash_crc32c_be(bin, 0);
+}
+
+int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, int nbuffers,
+               const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes,
+               const char *name)
+{
+    struct starpu_task *task = starpu_task_create();
+    if (!task) return -ENOMEM;
+    void *copy = malloc(args_size);
+    if (!copy) {
+        starpu_task_destroy(task);
+        return -ENOMEM;
+    }
+    memcpy(copy, args, args_size);
+    task->cl = cl;
+    task->cl_arg = copy;
+    task->cl_arg_size = args_size;
+    task->cl_arg_free = 1;
+    task->name = name;
+    task->nbuffers = nbuffers;
+    if (nbuffers > STARPU_NMAXBUFS) {
+        if (cl->nbuffers != STARPU_VARIABLE_NBUFFERS) {
+            starpu_task_destroy(task);
+            return -EINVAL;
+        }
+        /* StarPU frees dyn_handles and dyn_modes with the task. */
+        task->dyn_handles = malloc(sizeof *task->dyn_handles * (size_t)nbuffers);
+        task->dyn_modes = malloc(sizeof *task->dyn_modes * (size_t)nbuffers);
+        if (!task->dyn_handles || !task->dyn_modes) {
+            free(task->dyn_handles);
+            free(task->dyn_modes);
+            task->dyn_handles = NULL;
+            task->dyn_modes = NULL;
+            starpu_task_destroy(task);
+            return -ENOMEM;
+        }
+    }
+    /* Fixed-size codelets declare their modes; setting them per task would
+     * write into the shared codelet. Only variable ones take modes here. */
+    int variable = cl->nbuffers == STARPU_VARIABLE_NBUFFERS;
+    for (int i = 0; i < nbuffers; i++) {
+        STARPU_TASK_SET_HANDLE(task, handles[i], i);
+        if (variable) {
+            if (task->dyn_modes) task->dyn_modes[i] = modes[i];
+            else task->modes[i] = modes[i];
+        }
+    }
+    int ret = starpu_task_submit(task);
+    if (ret != 0) {
+        task->destroy = 0;
+        starpu_task_destroy(task);
+    }
+    return ret;
+}

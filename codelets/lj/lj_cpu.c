@@ -1,0 +1,98 @@
+/* mdflow — Lennard-Jones, CPU implementation: half lists with Newton's
+ * third law (each pair once), as LAMMPS does with newton on. */
+#include <string.h>
+#include <starpu.h>
+#include "lj_codelet.h"
+
+typedef struct lj_acc {
+    double e;
+    double w[9];
+} lj_acc;
+
+static void lj_add_pair(const mdf_lj_params *p, int ti, int tj, const double d[3], double *fi,
+                        double *fj, lj_acc *acc)
+{
+    double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    if (r2 >= p->rc2[ti][tj]) return;
+    double fpair;
+    acc->e += mdf_lj_pair(p, ti, tj, r2, &fpair);
+    for (int k = 0; k < 3; k++) {
+        fi[k] -= d[k] * fpair;
+        fj[k] += d[k] * fpair;
+    }
+    mdf_lj_add_virial(acc->w, d, fpair, 1.0);
+}
+
+/* Atom i with more neighbours than list slots: walk its cells directly. */
+static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_atom_info *atoms,
+                               const mdf_sys_info *s, int32_t sidx, const mdf_nl_bins_view *v,
+                               const mdf_lj_params *p, lj_acc *acc)
+{
+    const mdf_nl_grid *g = &v->grid[sidx];
+    const int32_t *cs = v->cell_start + s->atom_start + sidx;
+    int ti = p->type_of_z[atoms[i].z];
+    mdf_nl_walk w;
+    mdf_nl_walk_begin(&w, g, v->cell_of[i]);
+    int32_t j;
+    while (mdf_nl_walk_next(&w, g, cs, v->sorted, &j)) {
+        if (j <= i) continue;
+        double d[3];
+        mdf_nl_min_image(x + 3 * i, x + 3 * j, s, d);
+        lj_add_pair(p, ti, p->type_of_z[atoms[j].z], d, f + 3 * i, f + 3 * j, acc);
+    }
+}
+
+static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *f,
+                      const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
+                      const mdf_nl_bins_view *v, const mdf_lj_params *p, mdf_sys_result *r)
+{
+    double shift[27][3];
+    for (uint32_t code = 0; code < 27; code++) mdf_nl_image_shift(code, s->cell, shift[code]);
+    int32_t i0 = s->atom_start > c->atom_begin ? s->atom_start : c->atom_begin;
+    int32_t i1 = s->atom_start + s->natoms;
+    if (i1 > c->atom_end) i1 = c->atom_end;
+    int32_t M = l->head->slots;
+    lj_acc acc;
+    memset(&acc, 0, sizeof acc);
+    for (int32_t i = i0; i < i1; i++) {
+        int32_t li = i - c->atom_begin;
+        if (l->n_up[li] + l->n_down[li] > M) {
+            lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc);
+            continue;
+        }
+        const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
+        const double *xi = x + 3 * i;
+        int ti = p->type_of_z[atoms[i].z];
+        double fi[3] = {0.0, 0.0, 0.0};
+        for (int32_t k = 0; k < l->n_up[li]; k++) {
+            int32_t j = (int32_t)(nb[k] >> MDF_NL_IMAGE_BITS);
+            const double *sh = shift[nb[k] & MDF_NL_IMAGE_MASK];
+            double d[3] = {x[3 * j] + sh[0] - xi[0], x[3 * j + 1] + sh[1] - xi[1],
+                           x[3 * j + 2] + sh[2] - xi[2]};
+            lj_add_pair(p, ti, p->type_of_z[atoms[j].z], d, fi, f + 3 * j, &acc);
+        }
+        for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
+    }
+    r->energy += acc.e;
+    for (int k = 0; k < 9; k++) r->virial[k] += acc.w[k];
+}
+
+void mdf_lj_cpu(void *buffers[], void *cl_arg)
+{
+    const mdf_lj_args *args = (const mdf_lj_args *)cl_arg;
+    const double *x = (const double *)STARPU_VECTOR_GET_PTR(buffers[0]);
+    const mdf_atom_info *atoms = (const mdf_atom_info *)STARPU_VECTOR_GET_PTR(buffers[1]);
+    const mdf_sys_info *sys = (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[2]);
+    mdf_nl_list_view l = mdf_nl_list_map((void *)STARPU_VECTOR_GET_PTR(buffers[3]));
+    mdf_nl_bins_view v = mdf_nl_bins_map((void *)STARPU_VECTOR_GET_PTR(buffers[4]));
+    double *f = (double *)STARPU_VECTOR_GET_PTR(buffers[5]);
+    mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[6]);
+    const mdf_lj_params *p = (const mdf_lj_params *)STARPU_VECTOR_GET_PTR(buffers[7]);
+    const mdf_chunk *c = &args->chunk;
+    memset(f + 3 * (size_t)c->touch_begin, 0, sizeof(double) * 3 * (size_t)(c->touch_end - c->touch_begin));
+    for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
+        res[s].energy = 0.0;
+        memset(res[s].virial, 0, sizeof res[s].virial);
+        lj_system(s, c, x, f, atoms, &sys[s], &l, &v, p, &res[s]);
+    }
+}

@@ -1,0 +1,47 @@
+/* mdflow — neighbour-list codelets and their performance models. */
+#include "nlist_codelet.h"
+#include "../common/mdf_codelet.h"
+
+MDF_PERFMODEL(nl_bin_model, "mdf_nl_bin");
+MDF_PERFMODEL(nl_build_model, "mdf_nl_build");
+
+static struct starpu_codelet nl_bin_cl = {
+    .cpu_funcs = {mdf_nl_bin_cpu},
+    .cpu_funcs_name = {"mdf_nl_bin_cpu"},
+#if MDF_CUDA_ENABLED
+    .cuda_funcs = {mdf_nl_bin_cuda},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+    .nbuffers = 3,
+    .modes = {STARPU_R, STARPU_R, STARPU_RW},
+    .model = &nl_bin_model,
+    .name = "mdf_nl_bin",
+};
+
+static struct starpu_codelet nl_build_cl = {
+    .cpu_funcs = {mdf_nl_build_cpu},
+    .cpu_funcs_name = {"mdf_nl_build_cpu"},
+#if MDF_CUDA_ENABLED
+    .cuda_funcs = {mdf_nl_build_cuda},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+    .nbuffers = 5,
+    .modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_RW},
+    .model = &nl_build_model,
+    .name = "mdf_nl_build",
+};
+
+int mdf_insert_nl_bin(starpu_data_handle_t pos, starpu_data_handle_t sys, starpu_data_handle_t bins,
+                      const mdf_nl_bin_args *args)
+{
+    starpu_data_handle_t h[] = {pos, sys, bins};
+    return mdf_submit(&nl_bin_cl, args, sizeof *args, 3, h, NULL, "mdf_nl_bin");
+}
+
+int mdf_insert_nl_build(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
+                        starpu_data_handle_t bins, starpu_data_handle_t list,
+                        const mdf_nl_build_args *args)
+{
+    starpu_data_handle_t h[] = {pos, atoms, sys, bins, list};
+    return mdf_submit(&nl_build_cl, args, sizeof *args, 5, h, NULL, "mdf_nl_build");
+}

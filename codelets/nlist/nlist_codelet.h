@@ -1,0 +1,47 @@
+/* mdflow — neighbour-list codelets: per shard, bin the systems that moved
+ * more than skin/2; per chunk, rebuild the Verlet lists of those systems. */
+#ifndef MDF_NLIST_CODELET_H
+#define MDF_NLIST_CODELET_H
+
+#include <starpu.h>
+#include "nlist_kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mdf_nl_bin_args {
+    int64_t work;          /* atoms in the shard */
+    double r_list;         /* cutoff + skin */
+    double half_skin2;     /* (skin/2)^2 */
+    int32_t nsys;
+} mdf_nl_bin_args;
+
+typedef struct mdf_nl_build_args {
+    int64_t work;          /* atoms of the chunk times slots */
+    double r_list2;
+    mdf_chunk chunk;
+} mdf_nl_build_args;
+
+void mdf_nl_bin_cpu(void *buffers[], void *cl_arg);
+void mdf_nl_build_cpu(void *buffers[], void *cl_arg);
+void mdf_nl_bin_cuda(void *buffers[], void *cl_arg);
+void mdf_nl_build_cuda(void *buffers[], void *cl_arg);
+
+/* Bins every system of a shard that needs it (pos R, sys R, bins RW). */
+int mdf_insert_nl_bin(starpu_data_handle_t pos, starpu_data_handle_t sys, starpu_data_handle_t bins,
+                      const mdf_nl_bin_args *args);
+/* Rebuilds the lists of a chunk's atoms whose system was just binned
+ * (pos R, atoms R, sys R, bins R, list RW). */
+int mdf_insert_nl_build(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
+                        starpu_data_handle_t bins, starpu_data_handle_t list,
+                        const mdf_nl_build_args *args);
+
+/* CPU binning of one system (also used by tests as the reference). */
+void mdf_nl_bin_system(const double *pos, const mdf_sys_info *s, int32_t sidx, mdf_nl_bins_view *v,
+                       double r_list);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,379 @@
+/* mdflow — neighbour lists: cell binning with a skin, and per-atom Verlet
+ * lists, shared by the CPU (C) and CUDA implementations.
+ *
+ * Binning works in the fractional coordinates of a per-system basis: the
+ * lattice when the system has a cell, the identity for open clusters
+ * without one. Along a periodic direction a cell is at least r_list wide
+ * in perpendicular distance, so every neighbour within r_list lies in the
+ * 3x3x3 block of cells around an atom's own; along an open direction the
+ * cells span the atoms' extent at the time of the build. The whole binning
+ * stays valid until an atom of the system has moved more than skin/2.
+ *
+ * Lists are kept per atom in M fixed slots: neighbours j > i fill the slots
+ * from the front (the half list a CPU uses with Newton's third law),
+ * neighbours j < i fill them from the back (so front + back is the full list
+ * a GPU thread uses without write conflicts). An atom with more than M
+ * neighbours is marked overflowed and its forces are computed by walking the
+ * cells directly: correct, only slower, and the host enlarges M later.
+ *
+ * Each entry is (j << 5) | image, where image encodes the lattice
+ * translation n in {-1,0,1}^3 that brings j nearest to i. Because r_list is
+ * at most half of every periodic width, that image is unique and
+ * round(s_j - s_i) finds it. */
+#ifndef MDF_NLIST_KERNEL_H
+#define MDF_NLIST_KERNEL_H
+
+#include "../common/mdf_kernel_common.h"
+
+#define MDF_NL_IMAGE_BITS 5
+#define MDF_NL_IMAGE_MASK 31u
+#define MDF_NL_NO_IMAGE 13 /* (0,0,0) */
+
+/* Per-system binning state. */
+typedef struct mdf_nl_grid {
+    int32_t n[3];          /* cells along each basis direction */
+    int32_t rebuilt;       /* 1 when this step rebuilt the system's lists */
+    int32_t periodic[3];
+    int32_t valid;         /* 0 until the first build */
+    int64_t nbuilds;       /* rebuilds so far (statistics, tests) */
+    double lo[3], span[3]; /* fractional range covered along each direction */
+    double basis[9];       /* rows; the cell, or the identity */
+    double inv_basis[9];
+    double ref_cell[9];    /* cell at the last build: a change forces one */
+} mdf_nl_grid;
+
+/* The bins blob of a shard: one StarPU vector of bytes. Its head records the
+ * capacities so that a kernel can find every array from the pointer alone. */
+typedef struct mdf_nl_bins_head {
+    int32_t atom_cap, sys_cap;
+    int32_t force_rebuild; /* set by the host side (refill): rebuild all */
+    int32_t pad;
+} mdf_nl_bins_head;
+
+typedef struct mdf_nl_bins_view {
+    mdf_nl_bins_head *head;
+    mdf_nl_grid *grid;     /* sys_cap */
+    double *ref_pos;       /* 3*atom_cap */
+    int32_t *cell_of;      /* atom_cap: linear cell index within its system */
+    int32_t *sorted;       /* atom_cap: atoms of each system sorted by cell */
+    int32_t *cell_start;   /* atom_cap + sys_cap: for system s, the entries
+                            * atom_start(s) + s ... + ncells(s) */
+} mdf_nl_bins_view;
+
+MDF_HD size_t mdf_align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+/* Byte size of the bins blob and the views into it. */
+MDF_HD size_t mdf_nl_bins_bytes(int32_t atom_cap, int32_t sys_cap)
+{
+    size_t s = mdf_align64(sizeof(mdf_nl_bins_head));
+    s += mdf_align64(sizeof(mdf_nl_grid) * (size_t)sys_cap);
+    s += mdf_align64(sizeof(double) * 3 * (size_t)atom_cap);
+    s += 2 * mdf_align64(sizeof(int32_t) * (size_t)atom_cap);
+    s += mdf_align64(sizeof(int32_t) * (size_t)(atom_cap + sys_cap));
+    return s;
+}
+
+MDF_HD mdf_nl_bins_view mdf_nl_bins_map(void *blob)
+{
+    mdf_nl_bins_view v;
+    char *p = (char *)blob;
+    v.head = (mdf_nl_bins_head *)p;
+    size_t atom_cap = (size_t)v.head->atom_cap, sys_cap = (size_t)v.head->sys_cap;
+    p += mdf_align64(sizeof(mdf_nl_bins_head));
+    v.grid = (mdf_nl_grid *)p;
+    p += mdf_align64(sizeof(mdf_nl_grid) * sys_cap);
+    v.ref_pos = (double *)p;
+    p += mdf_align64(sizeof(double) * 3 * atom_cap);
+    v.cell_of = (int32_t *)p;
+    p += mdf_align64(sizeof(int32_t) * atom_cap);
+    v.sorted = (int32_t *)p;
+    p += mdf_align64(sizeof(int32_t) * atom_cap);
+    v.cell_start = (int32_t *)p;
+    return v;
+}
+
+/* Verlet lists of one chunk of atoms: one StarPU vector of bytes. */
+typedef struct mdf_nl_list_head {
+    int32_t natoms;        /* atoms in the chunk */
+    int32_t slots;         /* M, slots per atom */
+    int32_t atom_begin;    /* first atom of the chunk within the shard */
+    int32_t overflowed;    /* atoms whose neighbours exceeded M at last build */
+    int32_t max_count;     /* largest neighbour count seen at last build */
+    int32_t pad[3];
+} mdf_nl_list_head;
+
+typedef struct mdf_nl_list_view {
+    mdf_nl_list_head *head;
+    int32_t *n_up;         /* natoms: entries j > i, from slot 0 */
+    int32_t *n_down;       /* natoms: entries j < i, from slot M-1 down */
+    uint32_t *slots;       /* natoms * M */
+} mdf_nl_list_view;
+
+MDF_HD size_t mdf_nl_list_bytes(int32_t natoms, int32_t slots)
+{
+    return mdf_align64(sizeof(mdf_nl_list_head)) +
+           2 * mdf_align64(sizeof(int32_t) * (size_t)natoms) +
+           mdf_align64(sizeof(uint32_t) * (size_t)natoms * (size_t)slots);
+}
+
+MDF_HD mdf_nl_list_view mdf_nl_list_map(void *blob)
+{
+    mdf_nl_list_view v;
+    char *p = (char *)blob;
+    v.head = (mdf_nl_list_head *)p;
+    size_t n = (size_t)v.head->natoms;
+    p += mdf_align64(sizeof(mdf_nl_list_head));
+    v.n_up = (int32_t *)p;
+    p += mdf_align64(sizeof(int32_t) * n);
+    v.n_down = (int32_t *)p;
+    p += mdf_align64(sizeof(int32_t) * n);
+    v.slots = (uint32_t *)p;
+    return v;
+}
+
+/* ---- geometry ---------------------------------------------------------- */
+
+MDF_HD double mdf_det3(const double m[9])
+{
+    return m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) +
+           m[2] * (m[3] * m[7] - m[4] * m[6]);
+}
+
+/* Inverse of a 3x3 matrix; returns 0 when it is singular. */
+MDF_HD int mdf_inv3(const double m[9], double inv[9])
+{
+    double det = mdf_det3(m);
+    if (!(fabs(det) > 0.0)) return 0;
+    double r = 1.0 / det;
+    inv[0] = (m[4] * m[8] - m[5] * m[7]) * r;
+    inv[1] = (m[2] * m[7] - m[1] * m[8]) * r;
+    inv[2] = (m[1] * m[5] - m[2] * m[4]) * r;
+    inv[3] = (m[5] * m[6] - m[3] * m[8]) * r;
+    inv[4] = (m[0] * m[8] - m[2] * m[6]) * r;
+    inv[5] = (m[2] * m[3] - m[0] * m[5]) * r;
+    inv[6] = (m[3] * m[7] - m[4] * m[6]) * r;
+    inv[7] = (m[1] * m[6] - m[0] * m[7]) * r;
+    inv[8] = (m[0] * m[4] - m[1] * m[3]) * r;
+    return 1;
+}
+
+/* Distance between the two lattice planes spanned by the other two rows,
+ * for direction k: 1 / |column k of the inverse|. */
+MDF_HD double mdf_perpendicular_width(const double inv[9], int k)
+{
+    double c0 = inv[0 + k], c1 = inv[3 + k], c2 = inv[6 + k];
+    return 1.0 / sqrt(c0 * c0 + c1 * c1 + c2 * c2);
+}
+
+/* Cartesian translation of lattice image code (n in {-1,0,1}^3). */
+MDF_HD void mdf_nl_image_shift(uint32_t code, const double cell[9], double out[3])
+{
+    double n0 = (double)((int)(code / 9) - 1);
+    double n1 = (double)((int)((code / 3) % 3) - 1);
+    double n2 = (double)((int)(code % 3) - 1);
+    out[0] = n0 * cell[0] + n1 * cell[3] + n2 * cell[6];
+    out[1] = n0 * cell[1] + n1 * cell[4] + n2 * cell[7];
+    out[2] = n0 * cell[2] + n1 * cell[5] + n2 * cell[8];
+}
+
+/* Displacement r_j - r_i with the nearest periodic image; returns the image
+ * code. Valid whenever the nearest image is within half a periodic width. */
+MDF_HD uint32_t mdf_nl_min_image(const double *xi, const double *xj,
+                                 const mdf_sys_info *s, double d[3])
+{
+    d[0] = xj[0] - xi[0];
+    d[1] = xj[1] - xi[1];
+    d[2] = xj[2] - xi[2];
+    if (!(s->pbc[0] | s->pbc[1] | s->pbc[2])) return MDF_NL_NO_IMAGE;
+    double f[3];
+    mdf_vec_mat(d, s->inv_cell, f);
+    int n[3];
+    for (int k = 0; k < 3; k++) n[k] = s->pbc[k] ? -(int)rint(f[k]) : 0;
+    uint32_t code = (uint32_t)((n[0] + 1) * 9 + (n[1] + 1) * 3 + (n[2] + 1));
+    double sh[3];
+    mdf_nl_image_shift(code, s->cell, sh);
+    d[0] += sh[0];
+    d[1] += sh[1];
+    d[2] += sh[2];
+    return code;
+}
+
+/* The binning basis of a system: its cell when it has a non-degenerate one,
+ * otherwise the identity (open cluster). */
+MDF_HD void mdf_nl_basis(const mdf_sys_info *s, mdf_nl_grid *g)
+{
+    int has_cell = mdf_inv3(s->cell, g->inv_basis);
+    for (int k = 0; k < 9; k++) g->basis[k] = has_cell ? s->cell[k] : (k % 4 == 0 ? 1.0 : 0.0);
+    if (!has_cell)
+        for (int k = 0; k < 9; k++) g->inv_basis[k] = g->basis[k];
+    for (int k = 0; k < 3; k++) g->periodic[k] = s->pbc[k] ? 1 : 0;
+}
+
+/* Fractional coordinate of atom position x along the basis, wrapped into
+ * [0,1) along periodic directions. */
+MDF_HD void mdf_nl_frac(const mdf_nl_grid *g, const double *x, double u[3])
+{
+    mdf_vec_mat(x, g->inv_basis, u);
+    for (int k = 0; k < 3; k++)
+        if (g->periodic[k]) {
+            u[k] -= floor(u[k]);
+            if (u[k] >= 1.0) u[k] = 0.0; /* -tiny wraps to exactly 1.0 */
+        }
+}
+
+/* Chooses cell counts once lo/span are known: cells at least r_list wide
+ * (perpendicular), and no more cells than max_cells. */
+MDF_HD void mdf_nl_grid_dims(mdf_nl_grid *g, double r_list, int32_t max_cells)
+{
+    double ncell[3];
+    for (int k = 0; k < 3; k++) {
+        double width = mdf_perpendicular_width(g->inv_basis, k) * g->span[k];
+        double n = floor(width / r_list);
+        ncell[k] = n < 1.0 ? 1.0 : (n > 1.0e6 ? 1.0e6 : n);
+    }
+    if (max_cells < 1) max_cells = 1;
+    /* Halve the finest direction until the grid fits: cells only grow. */
+    while (ncell[0] * ncell[1] * ncell[2] > (double)max_cells) {
+        int k = ncell[0] >= ncell[1] ? (ncell[0] >= ncell[2] ? 0 : 2) : (ncell[1] >= ncell[2] ? 1 : 2);
+        ncell[k] = floor(ncell[k] / 2.0);
+        if (ncell[k] < 1.0) ncell[k] = 1.0;
+    }
+    for (int k = 0; k < 3; k++) g->n[k] = (int32_t)ncell[k];
+}
+
+MDF_HD int32_t mdf_nl_cell_index(const mdf_nl_grid *g, const double u[3], int32_t c[3])
+{
+    for (int k = 0; k < 3; k++) {
+        double t = (u[k] - g->lo[k]) / g->span[k] * (double)g->n[k];
+        int32_t ck = (int32_t)floor(t);
+        c[k] = ck < 0 ? 0 : (ck >= g->n[k] ? g->n[k] - 1 : ck);
+    }
+    return (c[0] * g->n[1] + c[1]) * g->n[2] + c[2];
+}
+
+/* ---- walking the cells around an atom ---------------------------------- */
+
+/* Visits every atom of the cells adjacent to (and including) atom i's cell,
+ * each distinct cell once even when a periodic direction has fewer than
+ * three cells. Usage: mdf_nl_walk_begin(...); while (mdf_nl_walk_next(...)). */
+typedef struct mdf_nl_walk {
+    int32_t c[3];          /* atom i's cell */
+    int32_t d[3];          /* current offset */
+    int32_t dmin[3], dmax[3];
+    int32_t pos, end;      /* current range within sorted[] */
+    int32_t started;
+} mdf_nl_walk;
+
+MDF_HD void mdf_nl_walk_range(const mdf_nl_grid *g, int k, int32_t c, int32_t *lo, int32_t *hi)
+{
+    if (g->periodic[k]) {
+        if (g->n[k] >= 3) { *lo = -1; *hi = 1; }
+        else { *lo = -c; *hi = g->n[k] - 1 - c; } /* every cell once */
+    } else {
+        *lo = c > 0 ? -1 : 0;
+        *hi = c < g->n[k] - 1 ? 1 : 0;
+    }
+}
+
+MDF_HD void mdf_nl_walk_begin(mdf_nl_walk *w, const mdf_nl_grid *g, int32_t cell_linear)
+{
+    w->c[2] = cell_linear % g->n[2];
+    w->c[1] = (cell_linear / g->n[2]) % g->n[1];
+    w->c[0] = cell_linear / (g->n[2] * g->n[1]);
+    for (int k = 0; k < 3; k++) mdf_nl_walk_range(g, k, w->c[k], &w->dmin[k], &w->dmax[k]);
+    w->d[0] = w->dmin[0];
+    w->d[1] = w->dmin[1];
+    w->d[2] = w->dmin[2] - 1; /* first advance lands on dmin */
+    w->pos = w->end = 0;
+    w->started = 0;
+}
+
+/* Moves to the next non-empty cell; returns 0 when all were visited.
+ * cell_start points at the system's first cell entry. */
+MDF_HD int mdf_nl_walk_next_cell(mdf_nl_walk *w, const mdf_nl_grid *g, const int32_t *cell_start)
+{
+    for (;;) {
+        if (++w->d[2] > w->dmax[2]) {
+            w->d[2] = w->dmin[2];
+            if (++w->d[1] > w->dmax[1]) {
+                w->d[1] = w->dmin[1];
+                if (++w->d[0] > w->dmax[0]) return 0;
+            }
+        }
+        int32_t cc[3];
+        for (int k = 0; k < 3; k++) {
+            cc[k] = w->c[k] + w->d[k];
+            if (cc[k] < 0) cc[k] += g->n[k];
+            else if (cc[k] >= g->n[k]) cc[k] -= g->n[k];
+        }
+        int32_t lin = (cc[0] * g->n[1] + cc[1]) * g->n[2] + cc[2];
+        w->pos = cell_start[lin];
+        w->end = cell_start[lin + 1];
+        if (w->pos < w->end) return 1;
+    }
+}
+
+/* Next candidate atom (shard index) into *j; returns 0 when done. */
+MDF_HD int mdf_nl_walk_next(mdf_nl_walk *w, const mdf_nl_grid *g, const int32_t *cell_start,
+                            const int32_t *sorted, int32_t *j)
+{
+    while (w->pos >= w->end)
+        if (!mdf_nl_walk_next_cell(w, g, cell_start)) return 0;
+    *j = sorted[w->pos++];
+    return 1;
+}
+
+/* ---- building one atom's list ------------------------------------------ */
+
+/* Fills atom i's slots. Returns the total neighbour count (which may exceed
+ * M: then the atom is marked overflowed by the caller). */
+MDF_HD int32_t mdf_nl_build_atom(int32_t i, const double *pos, const mdf_sys_info *s,
+                                 const mdf_nl_grid *g, const int32_t *cell_start_sys,
+                                 const int32_t *sorted, const int32_t *cell_of,
+                                 double r_list2, int32_t M, uint32_t *slots,
+                                 int32_t *n_up_out, int32_t *n_down_out)
+{
+    mdf_nl_walk w;
+    mdf_nl_walk_begin(&w, g, cell_of[i]);
+    int32_t up = 0, down = 0, j;
+    while (mdf_nl_walk_next(&w, g, cell_start_sys, sorted, &j)) {
+        if (j == i) continue;
+        double d[3];
+        uint32_t code = mdf_nl_min_image(pos + 3 * i, pos + 3 * j, s, d);
+        double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        if (r2 >= r_list2) continue;
+        uint32_t entry = ((uint32_t)j << MDF_NL_IMAGE_BITS) | code;
+        if (up + down < M) {
+            if (j > i) slots[up] = entry;
+            else slots[M - 1 - down] = entry;
+        }
+        if (j > i) up++;
+        else down++;
+    }
+    *n_up_out = up;
+    *n_down_out = down;
+    return up + down;
+}
+
+/* Whether system s moved far enough since its last build to need another:
+ * some atom moved more than skin/2, the cell changed, or it never was built.
+ * Checks atoms [a0, a1) of the system. */
+MDF_HD int mdf_nl_moved_too_far(const double *pos, const double *ref, int32_t a0, int32_t a1,
+                                double half_skin2)
+{
+    for (int32_t a = a0; a < a1; a++) {
+        double dx = pos[3 * a] - ref[3 * a], dy = pos[3 * a + 1] - ref[3 * a + 1],
+               dz = pos[3 * a + 2] - ref[3 * a + 2];
+        if (dx * dx + dy * dy + dz * dz > half_skin2) return 1;
+    }
+    return 0;
+}
+
+MDF_HD int mdf_nl_cell_changed(const mdf_nl_grid *g, const mdf_sys_info *s)
+{
+    for (int k = 0; k < 9; k++)
+        if (g->ref_cell[k] != s->cell[k]) return 1;
+    return 0;
+}
+
+#endif

@@ -1,0 +1,37 @@
+/* mdflow — Maxwell–Boltzmann velocities, shared by CPU and CUDA.
+ * Component k of atom a of the system with id `id` is
+ *   sqrt(kB T / m) · N(0,1)[philox(key = seed ⊕ id, counter = 3a + k)],
+ * so the draw depends only on (seed, system id, atom, component); the total
+ * momentum of each system is then removed. */
+#ifndef MDF_VELOCITY_KERNEL_H
+#define MDF_VELOCITY_KERNEL_H
+
+#include "../common/mdf_kernel_common.h"
+#include "../common/mdf_philox.h"
+
+typedef struct mdf_velocity_args {
+    int64_t work;          /* atoms in the shard */
+    double kT;             /* eV */
+    uint64_t seed;
+    int32_t status;        /* only systems with this status are drawn */
+    int32_t nsys;
+} mdf_velocity_args;
+
+MDF_HD uint64_t mdf_velocity_key(uint64_t seed, int64_t id)
+{
+    return seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)id;
+}
+
+/* Velocity of atom a (index within its system), from the pair of normals
+ * drawn for components (0,1) and (2, unused). */
+MDF_HD void mdf_velocity_draw(uint64_t key, int64_t a, double sd, double v[3])
+{
+    double g01[2], g2[2];
+    mdf_gauss2(key, (uint64_t)a, 0u, g01);
+    mdf_gauss2(key, (uint64_t)a, 1u, g2);
+    v[0] = sd * g01[0];
+    v[1] = sd * g01[1];
+    v[2] = sd * g2[0];
+}
+
+#endif

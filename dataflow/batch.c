@@ -1,0 +1,486 @@
+/* mdflow — batch creation, sharding and StarPU registration. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include "batch_internal.h"
+#include "../codelets/nlist/nlist_kernel.h"
+
+/* Atoms closer than this (Å) are "on top of each other". */
+#define MDF_OVERLAP_TOLERANCE 1.0e-6
+/* Aim for shards of at least this many atoms, so each task carries enough
+ * work to hide StarPU's few microseconds of overhead per task. */
+#define MDF_SHARD_MIN_ATOMS 2048
+
+void mdf_batch_config_init(mdf_batch_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+}
+
+size_t mdf_batch_nsystems(const mdf_batch *b) { return b->nsys; }
+int64_t mdf_batch_natoms(const mdf_batch *b) { return b->natoms; }
+int mdf_batch_nshards(const mdf_batch *b) { return b->nshards; }
+
+int mdf_batch_default_shards(size_t nsystems, int64_t natoms)
+{
+    int workers = (int)starpu_worker_get_count();
+    if (workers < 1) workers = 1;
+    int64_t by_size = natoms / MDF_SHARD_MIN_ATOMS;
+    int64_t n = 4 * (int64_t)workers;
+    if (n > by_size) n = by_size;
+    if (n > (int64_t)nsystems) n = (int64_t)nsystems;
+    return n < 1 ? 1 : (int)n;
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+static double frame_mass(const mdf_frame *f, int64_t a)
+{
+    return f->masses ? f->masses[a] : mdf_element_mass(f->numbers[a]);
+}
+
+typedef struct sort_key {
+    double s;
+    int64_t atom;
+} sort_key;
+
+static int compare_keys(const void *pa, const void *pb)
+{
+    double a = ((const sort_key *)pa)->s, b = ((const sort_key *)pb)->s;
+    return (a > b) - (a < b);
+}
+
+/* Finds two atoms closer than the tolerance: sort along the first
+ * Cartesian axis and compare only atoms within the tolerance along it; for
+ * periodic systems use nearest-image distances and compare the ends of the
+ * sorted order too. Returns 1 and the pair when found. */
+static int find_overlap(const mdf_frame *f, const mdf_sys_info *s, int64_t *ia, int64_t *ib,
+                        mdf_error *err, int *failed)
+{
+    int64_t n = f->natoms;
+    sort_key *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
+    if (!keys) {
+        *failed = 1;
+        mdf_error_set(err, MDF_ERR_NOMEM, "no memory to check %lld atoms for overlaps", (long long)n);
+        return 0;
+    }
+    int periodic = s->pbc[0] | s->pbc[1] | s->pbc[2];
+    double width = 0.0;
+    for (int64_t a = 0; a < n; a++) {
+        double u[3];
+        if (periodic) {
+            mdf_vec_mat(f->positions + 3 * a, s->inv_cell, u);
+            keys[a].s = s->pbc[0] ? u[0] - floor(u[0]) : u[0];
+        } else {
+            keys[a].s = f->positions[3 * a];
+        }
+        keys[a].atom = a;
+    }
+    /* Tolerance along the sort key: fractional when periodic. */
+    double tol = MDF_OVERLAP_TOLERANCE;
+    if (periodic) {
+        width = mdf_perpendicular_width(s->inv_cell, 0);
+        tol = MDF_OVERLAP_TOLERANCE / width;
+    }
+    qsort(keys, (size_t)n, sizeof *keys, compare_keys);
+    int found = 0;
+    for (int64_t x = 0; x < n && !found; x++)
+        for (int64_t y = x + 1; y < n + (periodic ? n : 0); y++) {
+            int64_t yy = y % n;
+            if (yy == x) break;
+            double ds = keys[yy].s - keys[x].s + (y >= n ? 1.0 : 0.0);
+            if (ds > tol) break;
+            double d[3];
+            mdf_nl_min_image(f->positions + 3 * keys[x].atom, f->positions + 3 * keys[yy].atom, s, d);
+            if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < MDF_OVERLAP_TOLERANCE * MDF_OVERLAP_TOLERANCE) {
+                *ia = keys[x].atom < keys[yy].atom ? keys[x].atom : keys[yy].atom;
+                *ib = keys[x].atom < keys[yy].atom ? keys[yy].atom : keys[x].atom;
+                found = 1;
+                break;
+            }
+        }
+    free(keys);
+    return found;
+}
+
+/* Fills the geometry part of a system record and checks it. */
+static mdf_status set_geometry(const mdf_frame *f, size_t index, mdf_sys_info *s, mdf_error *err)
+{
+    memcpy(s->cell, f->cell, sizeof s->cell);
+    for (int k = 0; k < 3; k++) s->pbc[k] = f->pbc[k] ? 1 : 0;
+    int any_pbc = s->pbc[0] | s->pbc[1] | s->pbc[2];
+    if (!mdf_inv3(s->cell, s->inv_cell)) {
+        if (any_pbc)
+            return mdf_error_set(err, MDF_ERR_PHYSICS,
+                                 "system %zu is periodic but its cell has zero volume: give three "
+                                 "linearly independent lattice vectors, or set pbc to F F F",
+                                 index);
+        memset(s->inv_cell, 0, sizeof s->inv_cell);
+        return MDF_OK;
+    }
+    double vol = fabs(mdf_det3(s->cell));
+    double scale = 0.0;
+    for (int k = 0; k < 9; k++) scale = fmax(scale, fabs(s->cell[k]));
+    if (any_pbc && vol <= 1e-12 * scale * scale * scale)
+        return mdf_error_set(err, MDF_ERR_PHYSICS,
+                             "system %zu is periodic but its cell volume is %g Å³ (degenerate): give "
+                             "three linearly independent lattice vectors",
+                             index, vol);
+    return MDF_OK;
+}
+
+static mdf_status validate_frame(const mdf_frame *f, size_t index, const mdf_sys_info *s,
+                                 mdf_error *err)
+{
+    if (f->natoms < 1)
+        return mdf_error_set(err, MDF_ERR_INVALID, "system %zu has no atoms: remove it from the input",
+                             index);
+    for (int64_t a = 0; a < f->natoms; a++) {
+        int z = f->numbers[a];
+        if (z < 1 || z > 118 || mdf_element_mass(z) <= 0.0)
+            return mdf_error_set(err, MDF_ERR_INVALID,
+                                 "system %zu, atom %lld: unknown element (atomic number %d): use an "
+                                 "element of the periodic table (1-118)",
+                                 index, (long long)a, z);
+        double m = frame_mass(f, a);
+        if (!(m > 0.0) || !isfinite(m))
+            return mdf_error_set(err, MDF_ERR_INVALID,
+                                 "system %zu, atom %lld: mass %g amu is not positive: give a positive "
+                                 "mass or drop the masses column to use standard masses",
+                                 index, (long long)a, m);
+        for (int k = 0; k < 3; k++)
+            if (!isfinite(f->positions[3 * a + k]) ||
+                (f->velocities && !isfinite(f->velocities[3 * a + k])))
+                return mdf_error_set(err, MDF_ERR_INVALID,
+                                     "system %zu, atom %lld: position or velocity is not finite",
+                                     index, (long long)a);
+    }
+    int failed = 0;
+    int64_t ia = 0, ib = 0;
+    if (find_overlap(f, s, &ia, &ib, err, &failed))
+        return mdf_error_set(err, MDF_ERR_PHYSICS,
+                             "system %zu: atoms %lld and %lld are on top of each other (closer than "
+                             "%g Å): remove the duplicate atom",
+                             index, (long long)ia, (long long)ib, MDF_OVERLAP_TOLERANCE);
+    return failed ? err->code : MDF_OK;
+}
+
+/* ---- allocation and registration ---------------------------------------- */
+
+static void *zalloc(size_t count, size_t size)
+{
+    /* StarPU may pin or copy these; 64-byte alignment keeps vector loads happy. */
+    size_t bytes = count * size;
+    if (bytes == 0) bytes = 64;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, (bytes + 63) & ~(size_t)63)) return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void register_shard(mdf_batch *b, mdf_shard *s)
+{
+    uint32_t na = (uint32_t)s->atom_cap, ns = (uint32_t)s->sys_cap;
+    starpu_vector_data_register(&s->pos, STARPU_MAIN_RAM, (uintptr_t)(b->pos + 3 * s->atom_off), 3 * na,
+                                sizeof(double));
+    starpu_vector_data_register(&s->vel, STARPU_MAIN_RAM, (uintptr_t)(b->vel + 3 * s->atom_off), 3 * na,
+                                sizeof(double));
+    starpu_vector_data_register(&s->force, STARPU_MAIN_RAM, (uintptr_t)(b->force + 3 * s->atom_off),
+                                3 * na, sizeof(double));
+    starpu_vector_data_register(&s->atoms, STARPU_MAIN_RAM, (uintptr_t)(b->atoms + s->atom_off), na,
+                                sizeof(mdf_atom_info));
+    starpu_vector_data_register(&s->sys, STARPU_MAIN_RAM, (uintptr_t)(b->sys + s->sys_off), ns,
+                                sizeof(mdf_sys_info));
+    starpu_vector_data_register(&s->res, STARPU_MAIN_RAM, (uintptr_t)(b->res + s->sys_off), ns,
+                                sizeof(mdf_sys_result));
+    char name[64];
+    snprintf(name, sizeof name, "pos[%d]", s->index);
+    starpu_data_set_name(s->pos, name);
+    snprintf(name, sizeof name, "force[%d]", s->index);
+    starpu_data_set_name(s->force, name);
+}
+
+/* Splits systems into nshards contiguous groups of about equal atom counts. */
+static void plan_shards(const mdf_frame *frames, size_t n, int nshards, int64_t natoms,
+                        size_t *first_sys)
+{
+    size_t i = 0;
+    int64_t done = 0;
+    for (int k = 0; k < nshards; k++) {
+        first_sys[k] = i;
+        int64_t target = natoms * (k + 1) / nshards;
+        size_t left_shards = (size_t)(nshards - k - 1);
+        /* Take at least one system, and leave one for each later shard. */
+        do {
+            done += frames[i].natoms;
+            i++;
+        } while (i < n - left_shards && done + frames[i].natoms / 2 <= target);
+    }
+    first_sys[nshards] = n;
+}
+
+/* Copies frame f (batch system i) into slot `slot` of shard sh, whose
+ * local system index is `local_sys` and first atom `local_atom`. */
+static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_shard *sh,
+                              int32_t local_sys, int32_t local_atom, int32_t status, mdf_error *err)
+{
+    size_t slot = (size_t)sh->sys_off + (size_t)local_sys;
+    mdf_sys_info *s = &b->sys[slot];
+    mdf_status st = set_geometry(f, i, s, err);
+    if (st == MDF_OK) st = validate_frame(f, i, s, err);
+    if (st != MDF_OK) return st;
+    const char *id = mdf_frame_get_info(f, "mdf_system_id");
+    s->id = id ? strtoll(id, NULL, 10) : (int64_t)i;
+    s->atom_start = local_atom;
+    s->natoms = (int32_t)f->natoms;
+    s->status = status;
+    const char *step = mdf_frame_get_info(f, "mdf_step");
+    s->step = step ? strtoll(step, NULL, 10) : 0;
+    b->res[slot].energy = f->has_energy ? f->energy : 0.0;
+    int64_t base = sh->atom_off + local_atom;
+    for (int64_t a = 0; a < f->natoms; a++) {
+        mdf_atom_info *ai = &b->atoms[base + a];
+        ai->z = f->numbers[a];
+        ai->mass = frame_mass(f, a);
+        ai->inv_mass = 1.0 / ai->mass;
+        ai->sys = local_sys;
+        for (int k = 0; k < 3; k++) {
+            b->pos[3 * (base + a) + k] = f->positions[3 * a + k];
+            b->vel[3 * (base + a) + k] = f->velocities ? f->velocities[3 * a + k] : 0.0;
+            b->force[3 * (base + a) + k] = f->forces ? f->forces[3 * a + k] : 0.0;
+        }
+    }
+    /* Keep the frame's own keys (other than ours) for output. */
+    mdf_sys_meta *m = &b->meta[slot];
+    m->info = calloc(f->ninfo ? f->ninfo : 1, sizeof *m->info);
+    if (!m->info) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for system %zu's keys", i);
+    for (size_t k = 0; k < f->ninfo; k++) {
+        if (strncmp(f->info[k].key, "mdf_", 4) == 0) continue;
+        m->info[m->ninfo].key = strdup(f->info[k].key);
+        m->info[m->ninfo].value = strdup(f->info[k].value);
+        m->ninfo++;
+    }
+    return MDF_OK;
+}
+
+static mdf_status alloc_arrays(mdf_batch *b, mdf_error *err)
+{
+    size_t na = (size_t)b->atom_cap, ns = b->sys_cap;
+    b->pos = zalloc(3 * na, sizeof(double));
+    b->vel = zalloc(3 * na, sizeof(double));
+    b->force = zalloc(3 * na, sizeof(double));
+    b->atoms = zalloc(na, sizeof(mdf_atom_info));
+    b->sys = zalloc(ns, sizeof(mdf_sys_info));
+    b->res = zalloc(ns, sizeof(mdf_sys_result));
+    b->meta = calloc(ns ? ns : 1, sizeof(mdf_sys_meta));
+    b->sys_slot = calloc(ns ? ns : 1, sizeof(int64_t));
+    b->shards = calloc((size_t)b->nshards, sizeof(mdf_shard));
+    if (!b->pos || !b->vel || !b->force || !b->atoms || !b->sys || !b->res || !b->meta ||
+        !b->sys_slot || !b->shards)
+        return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a batch of %zu systems and %zu atoms",
+                             ns, na);
+    return MDF_OK;
+}
+
+static void free_arrays(mdf_batch *b)
+{
+    if (b->meta)
+        for (size_t i = 0; i < b->sys_cap; i++) {
+            for (size_t k = 0; k < b->meta[i].ninfo; k++) {
+                free(b->meta[i].info[k].key);
+                free(b->meta[i].info[k].value);
+            }
+            free(b->meta[i].info);
+        }
+    free(b->meta);
+    free(b->pos);
+    free(b->vel);
+    free(b->force);
+    free(b->atoms);
+    free(b->sys);
+    free(b->res);
+    free(b->sys_slot);
+    free(b->shards);
+}
+
+/* Spreads `extra` over nshards as evenly as integers allow. */
+static int64_t share(int64_t extra, int k, int nshards)
+{
+    return extra * (k + 1) / nshards - extra * k / nshards;
+}
+
+mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_batch_config *cfg_in,
+                            mdf_batch **out, mdf_error *err)
+{
+    *out = NULL;
+    mdf_batch_config cfg;
+    if (cfg_in) cfg = *cfg_in;
+    else mdf_batch_config_init(&cfg);
+    if (nframes == 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "the batch has no systems: give at least one structure");
+    if (cfg.nshards < 0 || cfg.extra_atoms < 0 || cfg.extra_systems < 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "shard count and extra capacities must not be negative");
+    int64_t natoms = 0;
+    for (size_t i = 0; i < nframes; i++) natoms += frames[i].natoms;
+    if (natoms + cfg.extra_atoms > ((int64_t)1 << 26))
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "a batch holds at most %lld atoms, this one would hold %lld: split the input",
+                             (long long)1 << 26, (long long)(natoms + cfg.extra_atoms));
+    mdf_batch *b = calloc(1, sizeof *b);
+    if (!b) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a batch");
+    b->nsys = nframes;
+    b->natoms = natoms;
+    b->sys_cap = nframes + (size_t)cfg.extra_systems;
+    b->atom_cap = natoms + cfg.extra_atoms;
+    b->nshards = cfg.nshards ? cfg.nshards : mdf_batch_default_shards(nframes, natoms);
+    if ((size_t)b->nshards > nframes) b->nshards = (int)nframes;
+    mdf_status st = alloc_arrays(b, err);
+    size_t *first = calloc((size_t)b->nshards + 1, sizeof *first);
+    if (st == MDF_OK && !first) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard plan");
+    if (st == MDF_OK) plan_shards(frames, nframes, b->nshards, natoms, first);
+    /* Capacities and offsets first, so every system goes straight to its slot. */
+    int64_t atom_off = 0, sys_off = 0;
+    for (int k = 0; st == MDF_OK && k < b->nshards; k++) {
+        mdf_shard *sh = &b->shards[k];
+        sh->index = k;
+        sh->atom_off = atom_off;
+        sh->sys_off = sys_off;
+        sh->nsys = (int32_t)(first[k + 1] - first[k]);
+        sh->natoms = 0;
+        for (size_t i = first[k]; i < first[k + 1]; i++) sh->natoms += (int32_t)frames[i].natoms;
+        sh->atom_cap = sh->natoms + (int32_t)share(cfg.extra_atoms, k, b->nshards);
+        sh->sys_cap = sh->nsys + (int32_t)share(cfg.extra_systems, k, b->nshards);
+        atom_off += sh->atom_cap;
+        sys_off += sh->sys_cap;
+    }
+    for (int k = 0; st == MDF_OK && k < b->nshards; k++) {
+        mdf_shard *sh = &b->shards[k];
+        int32_t local_atom = 0;
+        for (size_t i = first[k]; st == MDF_OK && i < first[k + 1]; i++) {
+            int32_t local_sys = (int32_t)(i - first[k]);
+            b->sys_slot[i] = sh->sys_off + local_sys;
+            st = fill_system(b, &frames[i], i, sh, local_sys, local_atom, cfg.initial_status, err);
+            local_atom += (int32_t)frames[i].natoms;
+        }
+    }
+    free(first);
+    if (st != MDF_OK) {
+        free_arrays(b);
+        free(b);
+        return st;
+    }
+    for (int k = 0; k < b->nshards; k++) register_shard(b, &b->shards[k]);
+    *out = b;
+    return MDF_OK;
+}
+
+void mdf_batch_destroy(mdf_batch *b)
+{
+    if (!b) return;
+    for (int k = 0; k < b->nshards; k++) {
+        mdf_shard *s = &b->shards[k];
+        starpu_data_handle_t hs[] = {s->pos, s->vel, s->force, s->atoms, s->sys, s->res};
+        for (size_t h = 0; h < sizeof hs / sizeof hs[0]; h++)
+            if (hs[h]) starpu_data_unregister(hs[h]);
+    }
+    free_arrays(b);
+    free(b);
+}
+
+mdf_status mdf_batch_sync(mdf_batch *b, mdf_error *err)
+{
+    for (int k = 0; k < b->nshards; k++) {
+        mdf_shard *s = &b->shards[k];
+        starpu_data_handle_t hs[] = {s->pos, s->vel, s->force, s->atoms, s->sys, s->res};
+        for (size_t h = 0; h < sizeof hs / sizeof hs[0]; h++) {
+            /* Acquire then release: waits for writers and leaves a valid copy
+             * in main memory, where the batch's arrays are. */
+            int ret = starpu_data_acquire(hs[h], STARPU_R);
+            if (ret != 0)
+                return mdf_error_set(err, MDF_ERR_STARPU, "could not bring shard %d to host memory (%d)",
+                                     k, ret);
+            starpu_data_release(hs[h]);
+        }
+    }
+    return MDF_OK;
+}
+
+static mdf_status check_index(const mdf_batch *b, size_t i, mdf_error *err)
+{
+    if (i >= b->nsys)
+        return mdf_error_set(err, MDF_ERR_INVALID, "system index %zu is out of range (batch has %zu)", i,
+                             b->nsys);
+    return MDF_OK;
+}
+
+mdf_status mdf_batch_get_system(const mdf_batch *b, size_t i, mdf_system_view *out, mdf_error *err)
+{
+    mdf_status st = check_index(b, i, err);
+    if (st != MDF_OK) return st;
+    int64_t slot = b->sys_slot[i];
+    const mdf_sys_info *s = &b->sys[slot];
+    const mdf_sys_result *r = &b->res[slot];
+    out->id = s->id;
+    out->step = s->step;
+    out->status = s->status;
+    out->natoms = s->natoms;
+    out->potential_energy = r->energy;
+    out->kinetic_energy = r->kinetic;
+    memcpy(out->virial, r->virial, sizeof out->virial);
+    memcpy(out->cell, s->cell, sizeof out->cell);
+    for (int k = 0; k < 3; k++) out->pbc[k] = s->pbc[k];
+    return MDF_OK;
+}
+
+static mdf_status set_number_info(mdf_frame *f, const char *key, const char *fmt, double v1,
+                                  long long v2, mdf_error *err)
+{
+    char text[64];
+    if (fmt) snprintf(text, sizeof text, fmt, v1);
+    else snprintf(text, sizeof text, "%lld", v2);
+    return mdf_frame_set_info(f, key, text, err);
+}
+
+mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out, mdf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    mdf_status st = check_index(b, i, err);
+    if (st != MDF_OK) return st;
+    int64_t slot = b->sys_slot[i];
+    const mdf_sys_info *s = &b->sys[slot];
+    st = mdf_frame_alloc(out, s->natoms, 1, 1, 1, err);
+    if (st != MDF_OK) return st;
+    int64_t base = mdf_batch_slot_atom(b, slot);
+    for (int64_t a = 0; a < s->natoms; a++) {
+        out->numbers[a] = b->atoms[base + a].z;
+        out->masses[a] = b->atoms[base + a].mass;
+        for (int k = 0; k < 3; k++) {
+            out->positions[3 * a + k] = b->pos[3 * (base + a) + k];
+            out->velocities[3 * a + k] = b->vel[3 * (base + a) + k];
+            out->forces[3 * a + k] = b->force[3 * (base + a) + k];
+        }
+    }
+    memcpy(out->cell, s->cell, sizeof out->cell);
+    for (int k = 0; k < 3; k++) out->pbc[k] = s->pbc[k];
+    out->has_cell = mdf_det3(s->cell) != 0.0;
+    out->energy = b->res[slot].energy;
+    out->has_energy = 1;
+    const mdf_sys_meta *m = &b->meta[slot];
+    for (size_t k = 0; st == MDF_OK && k < m->ninfo; k++)
+        st = mdf_frame_set_info(out, m->info[k].key, m->info[k].value, err);
+    if (st == MDF_OK) st = set_number_info(out, "mdf_system_id", NULL, 0, (long long)s->id, err);
+    if (st == MDF_OK) st = set_number_info(out, "mdf_step", NULL, 0, (long long)s->step, err);
+    if (st == MDF_OK) st = set_number_info(out, "mdf_status", NULL, 0, (long long)s->status, err);
+    if (st == MDF_OK)
+        st = set_number_info(out, "kinetic_energy", "%.17g", b->res[slot].kinetic, 0, err);
+    if (st == MDF_OK) {
+        char text[512];
+        const double *w = b->res[slot].virial;
+        snprintf(text, sizeof text, "%.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g", w[0], w[1],
+                 w[2], w[3], w[4], w[5], w[6], w[7], w[8]);
+        st = mdf_frame_set_info(out, "virial", text, err);
+    }
+    if (st != MDF_OK) mdf_frame_free(out);
+    return st;
+}

@@ -1,0 +1,57 @@
+/* mdflow — the batch's inside, shared by dataflow/ and stages/ only. */
+#ifndef MDF_BATCH_INTERNAL_H
+#define MDF_BATCH_INTERNAL_H
+
+#include <starpu.h>
+#include "mdflow/batch.h"
+#include "../codelets/common/mdf_kernel_common.h"
+
+/* A contiguous group of systems with fixed capacities. Each array is one
+ * StarPU vector handle over the batch's own host memory. */
+typedef struct mdf_shard {
+    int index;
+    int32_t atom_cap, sys_cap;   /* fixed at creation */
+    int32_t natoms, nsys;        /* current fill */
+    int64_t atom_off, sys_off;   /* where the shard starts in the batch arrays */
+    starpu_data_handle_t pos;    /* 3*atom_cap doubles */
+    starpu_data_handle_t vel;    /* 3*atom_cap doubles */
+    starpu_data_handle_t force;  /* 3*atom_cap doubles */
+    starpu_data_handle_t atoms;  /* atom_cap mdf_atom_info */
+    starpu_data_handle_t sys;    /* sys_cap mdf_sys_info */
+    starpu_data_handle_t res;    /* sys_cap mdf_sys_result */
+} mdf_shard;
+
+/* Keys of a frame that the batch keeps for get_frame (per system). */
+typedef struct mdf_sys_meta {
+    size_t ninfo;
+    mdf_info_entry *info;
+} mdf_sys_meta;
+
+struct mdf_batch {
+    size_t nsys, sys_cap;
+    int64_t natoms, atom_cap;
+    double *pos, *vel, *force;
+    mdf_atom_info *atoms;
+    mdf_sys_info *sys;
+    mdf_sys_result *res;
+    mdf_sys_meta *meta;           /* sys_cap, by slot */
+    int64_t *sys_slot;            /* batch system index -> slot in sys/res/meta */
+    int nshards;
+    mdf_shard *shards;
+};
+
+/* Shard holding slot `slot` (shards are few; a linear scan is enough). */
+static inline const mdf_shard *mdf_batch_slot_shard(const struct mdf_batch *b, int64_t slot)
+{
+    int k = 0;
+    while (k + 1 < b->nshards && b->shards[k + 1].sys_off <= slot) k++;
+    return &b->shards[k];
+}
+
+/* Global index of the first atom of the system in slot `slot`. */
+static inline int64_t mdf_batch_slot_atom(const struct mdf_batch *b, int64_t slot)
+{
+    return mdf_batch_slot_shard(b, slot)->atom_off + b->sys[slot].atom_start;
+}
+
+#endif

@@ -1,0 +1,305 @@
+/* mdflow — the model-evaluation pipeline: neighbour lists, model chunks and
+ * their sum, per shard. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compute.h"
+#include "../codelets/nlist/nlist_codelet.h"
+#include "../codelets/reduce/reduce_codelet.h"
+
+#define MDF_DEFAULT_SKIN 1.0
+#define MDF_DEFAULT_CHUNK_ATOMS 8192
+
+typedef struct shard_ws {
+    void *bins_mem;
+    starpu_data_handle_t bins;
+    int nchunks;
+    mdf_chunk chunks[MDF_REDUCE_MAX_CHUNKS];
+    void *list_mem[MDF_REDUCE_MAX_CHUNKS];
+    starpu_data_handle_t lists[MDF_REDUCE_MAX_CHUNKS];
+    double *fpart_mem[MDF_REDUCE_MAX_CHUNKS];
+    mdf_sys_result *rpart_mem[MDF_REDUCE_MAX_CHUNKS];
+    starpu_data_handle_t fparts[MDF_REDUCE_MAX_CHUNKS];
+    starpu_data_handle_t rparts[MDF_REDUCE_MAX_CHUNKS];
+} shard_ws;
+
+struct mdf_compute {
+    mdf_batch *b;
+    mdf_model *m;
+    mdf_compute_config cfg;
+    double r_list;
+    int32_t slots;
+    shard_ws *ws;
+    int64_t evaluations;
+};
+
+void mdf_compute_config_init(mdf_compute_config *cfg)
+{
+    cfg->skin = MDF_DEFAULT_SKIN;
+    cfg->chunk_atoms = MDF_DEFAULT_CHUNK_ATOMS;
+}
+
+int64_t mdf_compute_evaluations(const mdf_compute *c) { return c->evaluations; }
+
+/* ---- validation -------------------------------------------------------- */
+
+static mdf_status check_system(const mdf_compute *c, size_t i, mdf_error *err)
+{
+    const mdf_batch *b = c->b;
+    int64_t slot = b->sys_slot[i];
+    const mdf_sys_info *s = &b->sys[slot];
+    int64_t base = mdf_batch_slot_atom(b, slot);
+    for (int32_t a = 0; a < s->natoms; a++) {
+        int z = b->atoms[base + a].z;
+        if (!mdf_model_has_element(c->m, z))
+            return mdf_error_set(err, MDF_ERR_INVALID,
+                                 "system %zu (id %lld), atom %d: element %s (Z=%d) has no parameters in "
+                                 "the %s model: add it to the model's species",
+                                 i, (long long)s->id, a, mdf_element_symbol(z), z, mdf_model_name(c->m));
+    }
+    for (int k = 0; k < 3; k++) {
+        if (!s->pbc[k]) continue;
+        double width = mdf_perpendicular_width(s->inv_cell, k);
+        if (c->r_list > 0.5 * width)
+            return mdf_error_set(
+                err, MDF_ERR_INVALID,
+                "system %zu (id %lld): cutoff + skin = %g + %g = %g Å exceeds half the periodic width "
+                "(%g Å) along lattice vector %d: use cutoff + skin <= %g Å, or replicate the cell to "
+                "at least %g Å across (e.g. ase.build.make_supercell)",
+                i, (long long)s->id, mdf_model_cutoff(c->m), c->cfg.skin, c->r_list, width, k + 1,
+                0.5 * width, 2.0 * c->r_list);
+    }
+    return MDF_OK;
+}
+
+/* ---- chunks ------------------------------------------------------------- */
+
+static int add_chunk(mdf_chunk *out, int n, int32_t a0, int32_t a1, int32_t s0, int32_t s1,
+                     int32_t t0, int32_t t1)
+{
+    if (n >= MDF_REDUCE_MAX_CHUNKS) return n + 1;
+    out[n] = (mdf_chunk){.atom_begin = a0, .atom_end = a1, .sys_begin = s0, .sys_end = s1,
+                         .touch_begin = t0, .touch_end = t1, .index = n};
+    return n + 1;
+}
+
+/* Groups whole systems into chunks of about `target` atoms; a system larger
+ * than target is split into equal slices, each a chunk of its own. Returns
+ * the count, or more than MDF_REDUCE_MAX_CHUNKS when target is too small. */
+static int plan_chunks(const mdf_sys_info *sys, int32_t nsys, int32_t target, mdf_chunk *out)
+{
+    int n = 0;
+    int32_t g0 = 0, gatoms = 0;
+    for (int32_t s = 0; s < nsys; s++) {
+        int32_t na = sys[s].natoms, a0 = sys[s].atom_start;
+        if (na > target) {
+            if (gatoms) n = add_chunk(out, n, sys[g0].atom_start, a0, g0, s, sys[g0].atom_start, a0);
+            int32_t pieces = (na + target - 1) / target;
+            for (int32_t p = 0; p < pieces; p++)
+                n = add_chunk(out, n, a0 + (int32_t)((int64_t)na * p / pieces),
+                              a0 + (int32_t)((int64_t)na * (p + 1) / pieces), s, s + 1, a0, a0 + na);
+            g0 = s + 1;
+            gatoms = 0;
+            continue;
+        }
+        gatoms += na;
+        if (gatoms >= target) {
+            n = add_chunk(out, n, sys[g0].atom_start, a0 + na, g0, s + 1, sys[g0].atom_start, a0 + na);
+            g0 = s + 1;
+            gatoms = 0;
+        }
+    }
+    if (gatoms) {
+        int32_t end = sys[nsys - 1].atom_start + sys[nsys - 1].natoms;
+        n = add_chunk(out, n, sys[g0].atom_start, end, g0, nsys, sys[g0].atom_start, end);
+    }
+    return n;
+}
+
+/* ---- workspace ---------------------------------------------------------- */
+
+static void *aligned_zero(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64)) return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws *w, mdf_error *err)
+{
+    const mdf_sys_info *sys = c->b->sys + sh->sys_off;
+    int32_t target = c->cfg.chunk_atoms;
+    do {
+        w->nchunks = sh->nsys ? plan_chunks(sys, sh->nsys, target, w->chunks) : 0;
+        target *= 2;
+    } while (w->nchunks > MDF_REDUCE_MAX_CHUNKS);
+    size_t bytes = mdf_nl_bins_bytes(sh->atom_cap, sh->sys_cap);
+    w->bins_mem = aligned_zero(bytes);
+    if (!w->bins_mem) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard %d's cell bins", sh->index);
+    mdf_nl_bins_head *head = (mdf_nl_bins_head *)w->bins_mem;
+    head->atom_cap = sh->atom_cap;
+    head->sys_cap = sh->sys_cap;
+    starpu_vector_data_register(&w->bins, STARPU_MAIN_RAM, (uintptr_t)w->bins_mem, (uint32_t)bytes, 1);
+    for (int k = 0; k < w->nchunks; k++) {
+        const mdf_chunk *ch = &w->chunks[k];
+        int32_t n = ch->atom_end - ch->atom_begin;
+        size_t lbytes = mdf_nl_list_bytes(n, c->slots);
+        w->list_mem[k] = aligned_zero(lbytes);
+        if (!w->list_mem[k])
+            return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for %zu bytes of neighbour lists", lbytes);
+        mdf_nl_list_head *lh = (mdf_nl_list_head *)w->list_mem[k];
+        lh->natoms = n;
+        lh->slots = c->slots;
+        lh->atom_begin = ch->atom_begin;
+        starpu_vector_data_register(&w->lists[k], STARPU_MAIN_RAM, (uintptr_t)w->list_mem[k],
+                                    (uint32_t)lbytes, 1);
+        if (w->nchunks == 1) continue; /* the single chunk writes the shard's own arrays */
+        w->fpart_mem[k] = aligned_zero(sizeof(double) * 3 * (size_t)sh->atom_cap);
+        w->rpart_mem[k] = aligned_zero(sizeof(mdf_sys_result) * (size_t)sh->sys_cap);
+        if (!w->fpart_mem[k] || !w->rpart_mem[k])
+            return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard %d's partial forces", sh->index);
+        starpu_vector_data_register(&w->fparts[k], STARPU_MAIN_RAM, (uintptr_t)w->fpart_mem[k],
+                                    3 * (uint32_t)sh->atom_cap, sizeof(double));
+        starpu_vector_data_register(&w->rparts[k], STARPU_MAIN_RAM, (uintptr_t)w->rpart_mem[k],
+                                    (uint32_t)sh->sys_cap, sizeof(mdf_sys_result));
+    }
+    return MDF_OK;
+}
+
+static void destroy_shard_ws(shard_ws *w)
+{
+    for (int k = 0; k < w->nchunks; k++) {
+        if (w->lists[k]) starpu_data_unregister(w->lists[k]);
+        if (w->fparts[k]) starpu_data_unregister(w->fparts[k]);
+        if (w->rparts[k]) starpu_data_unregister(w->rparts[k]);
+        free(w->list_mem[k]);
+        free(w->fpart_mem[k]);
+        free(w->rpart_mem[k]);
+    }
+    if (w->bins) starpu_data_unregister(w->bins);
+    free(w->bins_mem);
+}
+
+/* Slots per atom: the neighbours of the densest expected packing plus 20%. */
+static int32_t list_slots(const mdf_model *m, double r_list)
+{
+    double n = m->density_hint * 4.0 / 3.0 * M_PI * r_list * r_list * r_list;
+    return (int32_t)ceil(1.2 * n) + 8;
+}
+
+mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_config *cfg,
+                              mdf_compute **out, mdf_error *err)
+{
+    *out = NULL;
+    mdf_compute *c = calloc(1, sizeof *c);
+    if (!c) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the compute pipeline");
+    c->b = b;
+    c->m = m;
+    if (cfg) c->cfg = *cfg;
+    else mdf_compute_config_init(&c->cfg);
+    mdf_status st = MDF_OK;
+    if (!(c->cfg.skin >= 0.0) || c->cfg.chunk_atoms < 1)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "skin must be >= 0 Å and chunk size >= 1 atom");
+    c->r_list = mdf_model_cutoff(m) + c->cfg.skin;
+    c->slots = list_slots(m, c->r_list);
+    for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) st = check_system(c, i, err);
+    if (st == MDF_OK) {
+        c->ws = calloc((size_t)b->nshards, sizeof *c->ws);
+        if (!c->ws) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard workspaces");
+    }
+    for (int k = 0; st == MDF_OK && k < b->nshards; k++)
+        st = create_shard_ws(c, &b->shards[k], &c->ws[k], err);
+    if (st != MDF_OK) {
+        mdf_compute_destroy(c);
+        return st;
+    }
+    *out = c;
+    return MDF_OK;
+}
+
+void mdf_compute_destroy(mdf_compute *c)
+{
+    if (!c) return;
+    if (c->ws)
+        for (int k = 0; k < c->b->nshards; k++) destroy_shard_ws(&c->ws[k]);
+    free(c->ws);
+    free(c);
+}
+
+/* ---- one evaluation ------------------------------------------------------ */
+
+static mdf_status submitted(int ret, const char *what, int shard, mdf_error *err)
+{
+    if (ret == 0) return MDF_OK;
+    return mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s for shard %d (StarPU error %d)", what,
+                         shard, ret);
+}
+
+mdf_status mdf_compute_submit(mdf_compute *c, int k, mdf_error *err)
+{
+    const mdf_shard *sh = &c->b->shards[k];
+    shard_ws *w = &c->ws[k];
+    if (w->nchunks == 0) return MDF_OK;
+    mdf_nl_bin_args bin = {.work = sh->natoms, .r_list = c->r_list,
+                           .half_skin2 = 0.25 * c->cfg.skin * c->cfg.skin, .nsys = sh->nsys};
+    mdf_status st = submitted(mdf_insert_nl_bin(sh->pos, sh->sys, w->bins, &bin), "cell binning", k, err);
+    for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
+        mdf_nl_build_args build = {.work = (int64_t)(w->chunks[q].atom_end - w->chunks[q].atom_begin) * c->slots,
+                                   .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q]};
+        st = submitted(mdf_insert_nl_build(sh->pos, sh->atoms, sh->sys, w->bins, w->lists[q], &build),
+                       "neighbour lists", k, err);
+    }
+    int split = w->nchunks > 1;
+    for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
+        mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
+                            .bins = w->bins, .forces = split ? w->fparts[q] : sh->force,
+                            .results = split ? w->rparts[q] : sh->res, .chunk = w->chunks[q]};
+        st = submitted(c->m->ops->insert(c->m, &t), "the model", k, err);
+    }
+    if (st == MDF_OK && split) {
+        mdf_reduce_args r = {.work = sh->natoms, .natoms = sh->natoms, .nsys = sh->nsys, .nchunks = w->nchunks};
+        memcpy(r.chunks, w->chunks, sizeof(mdf_chunk) * (size_t)w->nchunks);
+        st = submitted(mdf_insert_reduce(w->fparts, w->rparts, sh->force, sh->res, &r), "the chunk sum", k, err);
+    }
+    if (st == MDF_OK && k == c->b->nshards - 1) c->evaluations++;
+    return st;
+}
+
+/* ---- statistics --------------------------------------------------------- */
+
+mdf_status mdf_compute_get_stats(mdf_compute *c, mdf_compute_stats *out, mdf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->slots = c->slots;
+    for (int k = 0; k < c->b->nshards; k++) {
+        shard_ws *w = &c->ws[k];
+        const mdf_shard *sh = &c->b->shards[k];
+        out->nchunks += w->nchunks;
+        if (starpu_data_acquire(w->bins, STARPU_R) != 0)
+            return mdf_error_set(err, MDF_ERR_STARPU, "could not read shard %d's bins", k);
+        mdf_nl_bins_view v = mdf_nl_bins_map(w->bins_mem);
+        for (int32_t s = 0; s < sh->nsys; s++) out->rebuilds += v.grid[s].nbuilds;
+        starpu_data_release(w->bins);
+        for (int q = 0; q < w->nchunks; q++) {
+            if (starpu_data_acquire(w->lists[q], STARPU_R) != 0)
+                return mdf_error_set(err, MDF_ERR_STARPU, "could not read shard %d's lists", k);
+            const mdf_nl_list_head *h = (const mdf_nl_list_head *)w->list_mem[q];
+            out->overflowed_atoms += h->overflowed;
+            if (h->max_count > out->max_neighbours) out->max_neighbours = h->max_count;
+            starpu_data_release(w->lists[q]);
+        }
+    }
+    return MDF_OK;
+}
+
+int64_t mdf_compute_system_rebuilds(mdf_compute *c, size_t i)
+{
+    int64_t slot = c->b->sys_slot[i];
+    const mdf_shard *sh = mdf_batch_slot_shard(c->b, slot);
+    shard_ws *w = &c->ws[sh->index];
+    if (starpu_data_acquire(w->bins, STARPU_R) != 0) return -1;
+    int64_t n = mdf_nl_bins_map(w->bins_mem).grid[slot - sh->sys_off].nbuilds;
+    starpu_data_release(w->bins);
+    return n;
+}

@@ -1,0 +1,46 @@
+/* mdflow — the model-evaluation pipeline of a batch (internal).
+ *
+ * Per shard and per evaluation:
+ *   nl_bin (pos R, sys R, bins RW)                    one task
+ *   nl_build[c] (…, bins R, list[c] RW)               one per chunk
+ *   model[c] (pos R, list[c] R, …, forces/results)    one per chunk
+ *   reduce (parts R, force W, res RW)                 only if chunks > 1
+ * All ordering comes from the access modes. */
+#ifndef MDF_COMPUTE_H
+#define MDF_COMPUTE_H
+
+#include "batch_internal.h"
+#include "model_internal.h"
+
+typedef struct mdf_compute_config {
+    double skin;          /* Å, added to the cutoff for the lists */
+    int32_t chunk_atoms;  /* atoms per model task before a shard is split */
+} mdf_compute_config;
+
+typedef struct mdf_compute mdf_compute;
+
+void mdf_compute_config_init(mdf_compute_config *cfg);
+/* Validates the batch against the model (elements known, cutoff + skin within
+ * half of every periodic width) and allocates the per-shard workspaces. */
+mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_config *cfg,
+                              mdf_compute **out, mdf_error *err);
+void mdf_compute_destroy(mdf_compute *c);
+/* Submits one model evaluation of shard k. */
+mdf_status mdf_compute_submit(mdf_compute *c, int k, mdf_error *err);
+/* Model evaluations submitted so far (per shard, identical across shards). */
+int64_t mdf_compute_evaluations(const mdf_compute *c);
+
+/* Statistics after a sync: list rebuilds summed over systems, atoms whose
+ * neighbours exceeded the list slots at their last build, largest count. */
+typedef struct mdf_compute_stats {
+    int64_t rebuilds;
+    int64_t overflowed_atoms;
+    int32_t max_neighbours;
+    int32_t slots;
+    int nchunks;
+} mdf_compute_stats;
+mdf_status mdf_compute_get_stats(mdf_compute *c, mdf_compute_stats *out, mdf_error *err);
+/* Rebuild counter of one system (batch order), after a sync. */
+int64_t mdf_compute_system_rebuilds(mdf_compute *c, size_t i);
+
+#endif

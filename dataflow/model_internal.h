@@ -1,0 +1,32 @@
+/* mdflow — what a model provides to the compute pipeline (dataflow/compute.c).
+ * A model is a pair codelet over the neighbour lists plus its parameters. */
+#ifndef MDF_MODEL_INTERNAL_H
+#define MDF_MODEL_INTERNAL_H
+
+#include <starpu.h>
+#include "mdflow/model.h"
+#include "../codelets/common/mdf_kernel_common.h"
+
+/* The handles one model task works on (see codelets/lj/lj_codelet.h). */
+typedef struct mdf_model_task {
+    starpu_data_handle_t pos, atoms, sys, list, bins, forces, results;
+    mdf_chunk chunk;
+} mdf_model_task;
+
+typedef struct mdf_model_ops {
+    const char *name;
+    int (*insert)(const mdf_model *m, const mdf_model_task *t);
+    void (*destroy)(mdf_model *m);
+} mdf_model_ops;
+
+struct mdf_model {
+    const mdf_model_ops *ops;
+    void *impl;                   /* model-owned host data */
+    starpu_data_handle_t params;  /* registered once, cached on each device */
+    double cutoff;                /* largest cutoff, Å */
+    double density_hint;          /* highest number density expected, 1/Å³:
+                                   * sizes the neighbour-list slots */
+    int known_z[128];             /* 1 where the model has the element */
+};
+
+#endif

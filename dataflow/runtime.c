@@ -1,0 +1,78 @@
+/* mdflow — StarPU start/stop and per-worker statistics. */
+#include <string.h>
+#include <starpu.h>
+#include <starpu_profiling.h>
+#include "mdflow/runtime.h"
+
+void mdf_runtime_config_init(mdf_runtime_config *cfg)
+{
+    cfg->ncpus = -1;
+    cfg->ncuda = -1;
+    cfg->sched = NULL;
+    cfg->profiling = 1;
+}
+
+mdf_status mdf_runtime_start(const mdf_runtime_config *cfg_in, mdf_error *err)
+{
+    mdf_runtime_config cfg;
+    if (cfg_in) cfg = *cfg_in;
+    else mdf_runtime_config_init(&cfg);
+    struct starpu_conf conf;
+    starpu_conf_init(&conf);
+    /* starpu_conf_init already read STARPU_NCPU, STARPU_SCHED, ...: only
+     * fill what the environment left open. */
+    if (cfg.ncpus >= 0 && !getenv("STARPU_NCPU") && !getenv("STARPU_NCPUS")) conf.ncpus = cfg.ncpus;
+    if (cfg.ncuda >= 0 && !getenv("STARPU_NCUDA")) conf.ncuda = cfg.ncuda;
+    if (cfg.sched && !getenv("STARPU_SCHED")) conf.sched_policy_name = cfg.sched;
+    int ret = starpu_init(&conf);
+    if (ret == -ENODEV)
+        return mdf_error_set(err, MDF_ERR_STARPU, "StarPU found no worker: check STARPU_NCPU/STARPU_NCUDA");
+    if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "StarPU failed to start (error %d)", ret);
+    if (cfg.profiling) starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+    return MDF_OK;
+}
+
+void mdf_runtime_stop(void) { starpu_shutdown(); }
+
+int mdf_runtime_cpu_workers(void) { return (int)starpu_cpu_worker_get_count(); }
+int mdf_runtime_cuda_workers(void) { return (int)starpu_cuda_worker_get_count(); }
+
+const char *mdf_runtime_sched_name(void)
+{
+    struct starpu_sched_policy *p = starpu_sched_ctx_get_sched_policy(0) /* the initial context */;
+    return p && p->policy_name ? p->policy_name : "unknown";
+}
+
+static double timing_seconds(const struct timespec *t) { return (double)t->tv_sec + 1e-9 * (double)t->tv_nsec; }
+
+int mdf_runtime_worker_stats(mdf_worker_stats *out, int max)
+{
+    int n = (int)starpu_worker_get_count();
+    for (int w = 0; w < n && w < max; w++) {
+        struct starpu_profiling_worker_info info;
+        memset(&out[w], 0, sizeof out[w]);
+        starpu_worker_get_name(w, out[w].name, sizeof out[w].name);
+        if (starpu_profiling_worker_get_info(w, &info) != 0) continue;
+        out[w].tasks = info.executed_tasks;
+        out[w].executing_s = timing_seconds(&info.executing_time);
+        out[w].total_s = timing_seconds(&info.total_time);
+    }
+    return n;
+}
+
+void mdf_runtime_reset_stats(void)
+{
+    int n = (int)starpu_worker_get_count();
+    for (int w = 0; w < n; w++) starpu_profiling_worker_get_info(w, NULL);
+}
+
+void mdf_runtime_print_worker_stats(FILE *fp)
+{
+    mdf_worker_stats st[STARPU_NMAXWORKERS];
+    int n = mdf_runtime_worker_stats(st, STARPU_NMAXWORKERS);
+    fprintf(fp, "StarPU workers (scheduler %s):\n", mdf_runtime_sched_name());
+    fprintf(fp, "  %-28s %10s %12s %8s\n", "worker", "tasks", "busy (s)", "busy %");
+    for (int w = 0; w < n; w++)
+        fprintf(fp, "  %-28s %10ld %12.3f %7.1f%%\n", st[w].name, st[w].tasks, st[w].executing_s,
+                st[w].total_s > 0 ? 100.0 * st[w].executing_s / st[w].total_s : 0.0);
+}

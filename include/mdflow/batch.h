@@ -1,0 +1,85 @@
+/* mdflow — a batch: many atomic systems in one CSR layout, cut into shards
+ * that StarPU schedules independently.
+ *
+ * Per atom: positions, velocities, forces, masses, atomic numbers, system
+ * index. Per system: energy, kinetic energy, virial (3x3), cell (3x3, rows),
+ * pbc, status, system id, step count. Capacities are fixed at creation, so
+ * later refills never re-register StarPU handles. A shard is a contiguous
+ * group of systems; each of its arrays is one StarPU handle over the batch's
+ * own host memory (no copies on the CPU). */
+#ifndef MDFLOW_BATCH_H
+#define MDFLOW_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "mdflow/error.h"
+#include "mdflow/frame.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mdf_batch mdf_batch;
+
+typedef struct mdf_batch_config {
+    /* Number of shards; 0 chooses one from the workers StarPU has and the
+     * batch size (see mdf_batch_default_shards). */
+    int nshards;
+    /* Extra room, in atoms and systems, for later refills (0: exact fit). */
+    int64_t extra_atoms;
+    int64_t extra_systems;
+    /* Status every system starts with. */
+    int32_t initial_status;
+} mdf_batch_config;
+
+/* Fills cfg with the defaults (auto shards, exact fit, status 0). */
+void mdf_batch_config_init(mdf_batch_config *cfg);
+
+/* Packs frames into a new batch. StarPU must be initialised. Every frame is
+ * validated (positive masses, known elements, non-degenerate cell, no two
+ * atoms on top of each other); the error names the system and the fix.
+ * System ids are 0..n-1 in frame order unless a frame carries an info key
+ * "mdf_system_id". */
+mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes,
+                            const mdf_batch_config *cfg, mdf_batch **out,
+                            mdf_error *err);
+/* Unregisters every handle (waiting for pending tasks) and frees. */
+void mdf_batch_destroy(mdf_batch *b);
+
+size_t mdf_batch_nsystems(const mdf_batch *b);
+int64_t mdf_batch_natoms(const mdf_batch *b);
+int mdf_batch_nshards(const mdf_batch *b);
+/* Shard count chosen when config asks for 0. */
+int mdf_batch_default_shards(size_t nsystems, int64_t natoms);
+
+/* Waits for all tasks touching the batch and brings its data to host
+ * memory. This is the only synchronisation point; steps never call it. */
+mdf_status mdf_batch_sync(mdf_batch *b, mdf_error *err);
+
+/* After mdf_batch_sync(): system i (0-based, batch order) as a frame with
+ * positions, velocities, forces, masses, numbers, cell, pbc, energy and
+ * info keys "mdf_system_id", "mdf_step", "mdf_status", "kinetic_energy",
+ * "virial". */
+mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out,
+                               mdf_error *err);
+
+/* Per-system values after mdf_batch_sync(). */
+typedef struct mdf_system_view {
+    int64_t id;
+    int64_t step;
+    int32_t status;
+    int64_t natoms;
+    double potential_energy;  /* eV */
+    double kinetic_energy;    /* eV */
+    double virial[9];         /* eV: W = sum over pairs (r_i - r_j) ⊗ f_i, positive
+                               * when repulsive (LAMMPS); stress = -W/V (ASE) */
+    double cell[9];
+    int pbc[3];
+} mdf_system_view;
+mdf_status mdf_batch_get_system(const mdf_batch *b, size_t i,
+                                mdf_system_view *out, mdf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,15 @@
+/* mdflow — batched molecular dynamics and geometry optimisation of many
+ * atomic systems at once, as StarPU task graphs. Umbrella header. */
+#ifndef MDFLOW_H
+#define MDFLOW_H
+
+#include "mdflow/error.h"
+#include "mdflow/units.h"
+#include "mdflow/frame.h"
+#include "mdflow/xyz.h"
+#include "mdflow/batch.h"
+#include "mdflow/model.h"
+#include "mdflow/md.h"
+#include "mdflow/runtime.h"
+
+#endif

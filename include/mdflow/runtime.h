@@ -1,0 +1,49 @@
+/* mdflow — starting and stopping StarPU for mdflow, and the per-worker
+ * statistics that end a run. */
+#ifndef MDFLOW_RUNTIME_H
+#define MDFLOW_RUNTIME_H
+
+#include <stdio.h>
+#include "mdflow/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mdf_runtime_config {
+    int ncpus;          /* CPU workers; -1: StarPU's choice (STARPU_NCPU wins) */
+    int ncuda;          /* CUDA workers; -1: StarPU's choice (STARPU_NCUDA wins) */
+    const char *sched;  /* scheduler; NULL: StarPU's default (STARPU_SCHED wins) */
+    int profiling;      /* 1: collect per-worker statistics */
+} mdf_runtime_config;
+
+void mdf_runtime_config_init(mdf_runtime_config *cfg);
+/* Initialises StarPU. Environment variables (STARPU_SCHED, STARPU_NCPU, ...)
+ * take precedence over cfg, as StarPU documents. */
+mdf_status mdf_runtime_start(const mdf_runtime_config *cfg, mdf_error *err);
+void mdf_runtime_stop(void);
+
+/* Worker counts once started. */
+int mdf_runtime_cpu_workers(void);
+int mdf_runtime_cuda_workers(void);
+/* Name of the scheduling policy in use. */
+const char *mdf_runtime_sched_name(void);
+
+typedef struct mdf_worker_stats {
+    char name[64];
+    long tasks;
+    double executing_s;  /* time spent in codelets */
+    double total_s;      /* time since profiling started */
+} mdf_worker_stats;
+
+/* Fills up to max entries, returns the worker count. Needs profiling. */
+int mdf_runtime_worker_stats(mdf_worker_stats *out, int max);
+/* Prints a per-worker table (tasks, busy share) to fp. */
+void mdf_runtime_print_worker_stats(FILE *fp);
+/* Restarts the statistics (e.g. after warm-up). */
+void mdf_runtime_reset_stats(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,22 @@
+/* mdflow — NVE velocity Verlet as an integrator. */
+#include "integrator.h"
+#include "../codelets/verlet/verlet_codelet.h"
+
+static int vv_pre(const mdf_shard *sh, double dt, int32_t status)
+{
+    mdf_vv_args a = {.dt = dt, .status = status, .nsys = sh->nsys};
+    return mdf_insert_vv_pre(sh->pos, sh->vel, sh->force, sh->atoms, sh->sys, sh->natoms, &a);
+}
+
+static int vv_post(const mdf_shard *sh, double dt, int32_t status)
+{
+    mdf_vv_args a = {.dt = dt, .status = status, .nsys = sh->nsys};
+    return mdf_insert_vv_post(sh->vel, sh->force, sh->atoms, sh->sys, sh->res, sh->natoms, &a);
+}
+
+const mdf_integrator_ops mdf_velocity_verlet = {
+    .name = "velocity_verlet",
+    .summary = "NVE velocity Verlet (symplectic, time-reversible)",
+    .pre_update = vv_pre,
+    .post_update = vv_post,
+};

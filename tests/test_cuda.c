@@ -1,0 +1,2 @@
+#include "testutil.h"
+int main(void) { return TU_SKIP; }

@@ -1,0 +1,904 @@
+/* Tests of io/xyz.c, io/frame.c and io/elements.c: extended XYZ reading and
+ * writing, error messages, and the frame helpers they rely on. */
+#define _XOPEN_SOURCE 700
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mdflow/frame.h"
+#include "mdflow/xyz.h"
+
+/* ------------------------------------------------------------------------ */
+/* Fixtures                                                                  */
+
+static char tmpdir[256];
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mdf_test_xyz_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    return nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Path of name inside the test directory (a static buffer per call slot, so
+ * two paths can be alive at once). */
+static const char *path_of(const char *name)
+{
+    static char buf[4][512];
+    static int slot;
+    slot = (slot + 1) % 4;
+    snprintf(buf[slot], sizeof buf[slot], "%s/%s", tmpdir, name);
+    return buf[slot];
+}
+
+static const char *write_text(const char *name, const char *text)
+{
+    const char *p = path_of(name);
+    FILE *fp = fopen(p, "wb");
+    assert_non_null(fp);
+    fputs(text, fp);
+    assert_int_equal(fclose(fp), 0);
+    return p;
+}
+
+static int file_exists(const char *p)
+{
+    return access(p, F_OK) == 0;
+}
+
+/* Reads text (written to a file called name) and expects success. */
+static void read_ok(const char *name, const char *text, mdf_frame_list *l)
+{
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_frame_list_init(l);
+    mdf_status st = mdf_xyz_read(write_text(name, text), l, &err);
+    if (st != MDF_OK) print_error("unexpected error: %s\n", err.message);
+    assert_int_equal(st, MDF_OK);
+}
+
+/* Reads text and expects status, a message naming "bad.xyz:line:" and
+ * containing needle. */
+static void read_fails(const char *text, mdf_status status, int line, const char *needle)
+{
+    mdf_frame_list l;
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_frame_list_init(&l);
+    const char *p = write_text("bad.xyz", text);
+    mdf_status st = mdf_xyz_read(p, &l, &err);
+    char where[600];
+    snprintf(where, sizeof where, "%s:%d:", p, line);
+    if (st != status || !strstr(err.message, where) || !strstr(err.message, needle))
+        print_error("status %d, message: %s\n  wanted status %d, '%s' and '%s'\n", st,
+                    err.message, status, where, needle);
+    assert_int_equal(st, status);
+    assert_non_null(strstr(err.message, where));
+    assert_non_null(strstr(err.message, needle));
+    mdf_frame_list_free(&l);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading                                                                   */
+
+static void test_single_frame(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    read_ok("single.xyz",
+            "3\n"
+            "Properties=species:S:1:pos:R:3 energy=-12.5\n"
+            "O 0.0 0.0 0.119262\n"
+            "H 0.0 0.763239 -0.477047\n"
+            "H 0.0 -0.763239 -0.477047\n",
+            &l);
+    assert_int_equal(l.count, 1);
+    const mdf_frame *f = &l.frames[0];
+    assert_int_equal(f->natoms, 3);
+    assert_int_equal(f->numbers[0], 8);
+    assert_int_equal(f->numbers[1], 1);
+    assert_int_equal(f->numbers[2], 1);
+    assert_true(f->positions[2] == 0.119262);
+    assert_true(f->positions[4] == 0.763239);
+    assert_true(f->positions[8] == -0.477047);
+    assert_true(f->has_energy);
+    assert_true(f->energy == -12.5);
+    assert_false(f->has_cell);
+    assert_int_equal(f->pbc[0] + f->pbc[1] + f->pbc[2], 0);
+    assert_null(f->velocities);
+    assert_null(f->forces);
+    assert_null(f->masses);
+    assert_int_equal(f->ninfo, 0);
+    assert_int_equal(f->nextra, 0);
+    mdf_frame_list_free(&l);
+}
+
+static void test_multi_frame_crlf_blank_lines(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    read_ok("multi.xyz",
+            "1\r\n"
+            "step=0\r\n"
+            "Ar 0 0 0\r\n"
+            "\r\n"
+            "2\r\n"
+            "step=1\r\n"
+            "Ar 1 0 0\r\n"
+            "Ar 0 1 0\r\n"
+            "0\r\n"
+            "step=2\r\n"
+            "\r\n"
+            "   \n",
+            &l);
+    assert_int_equal(l.count, 3);
+    assert_int_equal(l.frames[0].natoms, 1);
+    assert_int_equal(l.frames[1].natoms, 2);
+    assert_int_equal(l.frames[2].natoms, 0);
+    assert_string_equal(mdf_frame_get_info(&l.frames[0], "step"), "0");
+    assert_string_equal(mdf_frame_get_info(&l.frames[1], "step"), "1");
+    assert_string_equal(mdf_frame_get_info(&l.frames[2], "step"), "2");
+    assert_true(l.frames[1].positions[4] == 1.0);
+    assert_int_equal(l.frames[1].numbers[1], 18);
+    mdf_frame_list_free(&l);
+}
+
+static void test_read_appends_to_list(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    read_ok("one.xyz", "1\n\nHe 0 0 0\n", &l);
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_read(path_of("one.xyz"), &l, &err), MDF_OK);
+    assert_int_equal(l.count, 2);
+    assert_int_equal(l.frames[1].numbers[0], 2);
+    mdf_frame_list_free(&l);
+}
+
+static void test_lattice_pbc_info_extra(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    read_ok("ext.xyz",
+            "2\n"
+            "Lattice=\"5.0 0.1 0.2 0.3 6.0 0.4 0.5 0.6 7.0\" "
+            "Properties=species:S:1:pos:R:3:tags:I:1:charge:R:1:fixed:L:3:label:S:1 "
+            "energy=-3.25 note=\"hello world\" temperature=300.5 flag "
+            "quoted=\"say \\\"hi\\\"\" arr={1 2 3} eq = spaced a=b=c\n"
+            "Si 0 0 0 7 -0.5 T F T first\n"
+            "Si 1.35 1.35 1.35 8 0.5 F F F second\n",
+            &l);
+    assert_int_equal(l.count, 1);
+    const mdf_frame *f = &l.frames[0];
+    double cell[9] = {5.0, 0.1, 0.2, 0.3, 6.0, 0.4, 0.5, 0.6, 7.0};
+    assert_true(f->has_cell);
+    assert_memory_equal(f->cell, cell, sizeof cell);
+    /* ASE: Lattice without pbc means periodic in all directions. */
+    assert_int_equal(f->pbc[0], 1);
+    assert_int_equal(f->pbc[1], 1);
+    assert_int_equal(f->pbc[2], 1);
+    assert_true(f->has_energy && f->energy == -3.25);
+    assert_string_equal(mdf_frame_get_info(f, "note"), "hello world");
+    assert_string_equal(mdf_frame_get_info(f, "temperature"), "300.5");
+    assert_string_equal(mdf_frame_get_info(f, "flag"), "T");
+    assert_string_equal(mdf_frame_get_info(f, "quoted"), "say \"hi\"");
+    assert_string_equal(mdf_frame_get_info(f, "arr"), "1 2 3");
+    assert_string_equal(mdf_frame_get_info(f, "eq"), "spaced");
+    assert_string_equal(mdf_frame_get_info(f, "a"), "b=c");
+    assert_null(mdf_frame_get_info(f, "energy"));
+    assert_null(mdf_frame_get_info(f, "Lattice"));
+    assert_null(mdf_frame_get_info(f, "Properties"));
+    assert_int_equal(f->ninfo, 7);
+    /* Extra columns in file order, tokens verbatim. */
+    assert_int_equal(f->nextra, 4);
+    assert_string_equal(f->extra[0].name, "tags");
+    assert_int_equal(f->extra[0].type, 'I');
+    assert_int_equal(f->extra[0].ncols, 1);
+    assert_string_equal(f->extra[0].tokens[1], "8");
+    assert_string_equal(f->extra[1].name, "charge");
+    assert_string_equal(f->extra[1].tokens[0], "-0.5");
+    assert_string_equal(f->extra[2].name, "fixed");
+    assert_int_equal(f->extra[2].type, 'L');
+    assert_int_equal(f->extra[2].ncols, 3);
+    assert_string_equal(f->extra[2].tokens[0], "T");
+    assert_string_equal(f->extra[2].tokens[1], "F");
+    assert_string_equal(f->extra[2].tokens[5], "F");
+    assert_string_equal(f->extra[3].tokens[1], "second");
+    assert_true(f->positions[3] == 1.35);
+    mdf_frame_list_free(&l);
+}
+
+static void test_pbc_spellings(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    read_ok("pbc.xyz",
+            "1\nLattice=\"4 0 0 0 4 0 0 0 4\" pbc=\"T T F\"\nC 0 0 0\n"
+            "1\nLattice=\"4 0 0 0 4 0 0 0 4\" pbc=\"True False True\"\nC 0 0 0\n"
+            "1\npbc=\"1 0 1\"\nC 0 0 0\n"
+            "1\nLattice=\"4 0 0 0 4 0 0 0 4\" pbc=F\nC 0 0 0\n",
+            &l);
+    assert_int_equal(l.count, 4);
+    int want[4][3] = {{1, 1, 0}, {1, 0, 1}, {1, 0, 1}, {0, 0, 0}};
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 3; k++) assert_int_equal(l.frames[i].pbc[k], want[i][k]);
+    assert_false(l.frames[2].has_cell);
+    mdf_frame_list_free(&l);
+}
+
+static void test_plain_xyz(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    read_ok("plain.xyz",
+            "2\n"
+            "Mike's water: \"really\" {not extxyz}\n"
+            "O 0 0 0\n"
+            "H 0.9572 0 0\n"
+            "1\n"
+            "\n"
+            "h 1 2 3\n",
+            &l);
+    assert_int_equal(l.count, 2);
+    assert_int_equal(l.frames[0].ninfo, 0);
+    assert_false(l.frames[0].has_cell);
+    assert_false(l.frames[0].has_energy);
+    assert_int_equal(l.frames[0].numbers[1], 1);
+    assert_true(l.frames[0].positions[3] == 0.9572);
+    /* ASE capitalises symbols when reading. */
+    assert_int_equal(l.frames[1].numbers[0], 1);
+    mdf_frame_list_free(&l);
+}
+
+static void test_momenta_and_masses(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    read_ok("momenta.xyz",
+            "2\n"
+            "Properties=species:S:1:pos:R:3:momenta:R:3\n"
+            "Cu 0 0 0 1.5 -0.3 0.7\n"
+            "H 1 1 1 0.1 0.2 0.3\n"
+            "2\n"
+            "Properties=species:S:1:pos:R:3:momenta:R:3:masses:R:1\n"
+            "Cu 0 0 0 1.5 -0.3 0.7 2.5\n"
+            "H 1 1 1 0.1 0.2 0.3 2.0\n",
+            &l);
+    assert_int_equal(l.count, 2);
+    const mdf_frame *f = &l.frames[0];
+    assert_non_null(f->velocities);
+    assert_null(f->masses);
+    double mcu = mdf_element_mass(29), mh = mdf_element_mass(1);
+    assert_true(f->velocities[0] == 1.5 / mcu);
+    assert_true(f->velocities[1] == -0.3 / mcu);
+    assert_true(f->velocities[5] == 0.3 / mh);
+    f = &l.frames[1];
+    assert_non_null(f->masses);
+    assert_true(f->masses[0] == 2.5);
+    assert_true(f->velocities[2] == 0.7 / 2.5);
+    assert_true(f->velocities[3] == 0.1 / 2.0);
+    mdf_frame_list_free(&l);
+}
+
+static void test_z_vel_forces(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    read_ok("zvel.xyz",
+            "2\n"
+            "Properties=Z:I:1:pos:R:3:vel:R:3:forces:R:3\n"
+            "6 0 0 0 1 2 3 -1 -2 -3\n"
+            "8 1 1 1 4 5 6 -4 -5 -6\n"
+            "1\n"
+            "Properties=species:S:1:pos:R:3:Z:I:1\n"
+            "H 0 0 0 26\n",
+            &l);
+    const mdf_frame *f = &l.frames[0];
+    assert_int_equal(f->numbers[0], 6);
+    assert_int_equal(f->numbers[1], 8);
+    assert_true(f->velocities[5] == 6.0);
+    assert_true(f->forces[3] == -4.0);
+    /* As in ASE, Z wins over species. */
+    assert_int_equal(l.frames[1].numbers[0], 26);
+    mdf_frame_list_free(&l);
+}
+
+static void test_long_line(void **state)
+{
+    (void)state;
+    size_t n = 200000;
+    char *text = malloc(n + 100);
+    assert_non_null(text);
+    strcpy(text, "1\nlong=\"");
+    size_t len = strlen(text);
+    memset(text + len, 'x', n);
+    strcpy(text + len + n, "\"\nNe 0 0 0\n");
+    mdf_frame_list l;
+    read_ok("long.xyz", text, &l);
+    assert_int_equal(strlen(mdf_frame_get_info(&l.frames[0], "long")), n);
+    free(text);
+    mdf_frame_list_free(&l);
+}
+
+static void test_empty_file(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    read_ok("empty.xyz", "", &l);
+    assert_int_equal(l.count, 0);
+    mdf_frame_list_free(&l);
+}
+
+static void test_read_stream(void **state)
+{
+    (void)state;
+    const char *p = write_text("stream.xyz", "1\n\nKr 0 0 0\n1\n\nKr 0 x 0\n");
+    FILE *fp = fopen(p, "r");
+    assert_non_null(fp);
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_read_stream(fp, "<mystream>", &l, &err), MDF_ERR_PARSE);
+    fclose(fp);
+    assert_non_null(strstr(err.message, "<mystream>:6:"));
+    /* The frame read before the error stays in the list. */
+    assert_int_equal(l.count, 1);
+    assert_int_equal(l.frames[0].numbers[0], 36);
+    mdf_frame_list_free(&l);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bad input                                                                 */
+
+static void test_bad_count(void **state)
+{
+    (void)state;
+    read_fails("hello\n\nH 0 0 0\n", MDF_ERR_PARSE, 1, "expected the atom count of frame 1");
+    read_fails("3.5\n\nH 0 0 0\n", MDF_ERR_PARSE, 1, "found '3.5'");
+    read_fails("2 atoms\n\nH 0 0 0\nH 0 0 1\n", MDF_ERR_PARSE, 1, "expected the atom count");
+    read_fails("-2\n\n", MDF_ERR_PARSE, 1, "negative atom count (-2)");
+    read_fails("1\n\nH 0 0 0\n\n\nfoo\n", MDF_ERR_PARSE, 6, "expected the atom count of frame 2");
+}
+
+static void test_truncated(void **state)
+{
+    (void)state;
+    read_fails("3\ncomment\nH 0 0 0\n", MDF_ERR_PARSE, 3,
+               "frame 1 announces 3 atoms (line 1) but the file ends after 1 of them");
+    read_fails("1\n\nH 0 0 0\n4\n\nH 0 0 0\nH 0 0 1\n", MDF_ERR_PARSE, 7,
+               "frame 2 announces 4 atoms (line 4) but the file ends after 2 of them");
+    read_fails("5\n", MDF_ERR_PARSE, 1, "ends after its count line");
+    read_fails("2\n\nH 0 0 0\n\nH 0 0 1\n", MDF_ERR_PARSE, 4, "blank line where atom 2");
+    /* Count too large: the next frame's count line is read as an atom. */
+    read_fails("3\n\nH 0 0 0\nH 0 0 1\n1\n\nH 0 0 0\n", MDF_ERR_PARSE, 5,
+               "expected 3 numbers for 'pos' (Properties columns 2-4), found 0: check that the "
+               "atom count on line 1 (3) matches");
+}
+
+static void test_bad_fields(void **state)
+{
+    (void)state;
+    read_fails("2\n\nH 0 0 0\nH 0 abc 0\n", MDF_ERR_PARSE, 4, "'abc' is not a number");
+    read_fails("2\n\nH 0 0 0\nH 0 1e5x 0\n", MDF_ERR_PARSE, 4, "column 3, property 'pos'");
+    read_fails("2\n\nH 0 0 0\nH 0 0\n", MDF_ERR_PARSE, 4, "expected 3 numbers for 'pos'");
+    read_fails("1\n\nH 0 0 0 9\n", MDF_ERR_PARSE, 3, "found 5 fields but Properties");
+    read_fails("1\n\nXx 0 0 0\n", MDF_ERR_PARSE, 3, "unknown element 'Xx'");
+    read_fails("1\n\nXx 0 0 0\n", MDF_ERR_PARSE, 3, "use a symbol from the periodic table");
+    read_fails("1\n\nHydrogen 0 0 0\n", MDF_ERR_PARSE, 3, "unknown element 'Hydrogen'");
+    read_fails("1\nProperties=Z:I:1:pos:R:3\n119 0 0 0\n", MDF_ERR_PARSE, 3,
+               "'119' is not an atomic number");
+    read_fails("1\nProperties=species:S:1:pos:R:3:tag:I:1\nH 0 0 0 1.5\n", MDF_ERR_PARSE, 3,
+               "'1.5' is not an integer");
+    read_fails("1\nProperties=species:S:1:pos:R:3:fix:L:1\nH 0 0 0 yes\n", MDF_ERR_PARSE, 3,
+               "'yes' is not a logical");
+    read_fails("1\nProperties=species:S:1:pos:R:3:momenta:R:3\nX 0 0 0 1 1 1\n", MDF_ERR_PARSE,
+               3, "add a masses:R:1 column");
+}
+
+static void test_nul_byte(void **state)
+{
+    (void)state;
+    const char *p = path_of("nul.xyz");
+    FILE *fp = fopen(p, "wb");
+    assert_non_null(fp);
+    fwrite("1\n\nH 0\0 0 0\n", 1, 12, fp);
+    fclose(fp);
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_read(p, &l, &err), MDF_ERR_PARSE);
+    assert_non_null(strstr(err.message, "nul.xyz:3:"));
+    assert_non_null(strstr(err.message, "NUL byte"));
+    mdf_frame_list_free(&l);
+}
+
+static void test_bad_header(void **state)
+{
+    (void)state;
+    read_fails("1\nLattice=\"1 0 0 0 1 0 0 0\"\nH 0 0 0\n", MDF_ERR_PARSE, 2,
+               "Lattice must hold 9 numbers");
+    read_fails("1\nLattice=\"1 0 0 0 1 0 0 0 z\"\nH 0 0 0\n", MDF_ERR_PARSE, 2,
+               "Lattice value 9, 'z', is not a number");
+    read_fails("1\npbc=\"T T\"\nH 0 0 0\n", MDF_ERR_PARSE, 2, "pbc=\"T T\" is not understood");
+    read_fails("1\npbc=\"T yes F\"\nH 0 0 0\n", MDF_ERR_PARSE, 2, "is not understood");
+    read_fails("1\nenergy=low\nH 0 0 0\n", MDF_ERR_PARSE, 2, "energy=low is not a number");
+    read_fails("1\nnote=\"unterminated\nH 0 0 0\n", MDF_ERR_PARSE, 2, "is never closed");
+    read_fails("1\n=2 a=1\nH 0 0 0\n", MDF_ERR_PARSE, 2, "'=' without a key");
+}
+
+static void test_bad_properties(void **state)
+{
+    (void)state;
+    read_fails("1\nProperties=species:S:1:pos:Q:3\nH 0 0 0\n", MDF_ERR_PARSE, 2,
+               "unknown type 'Q' for 'pos'");
+    read_fails("1\nProperties=species:S:1:pos:R:0\nH 0 0 0\n", MDF_ERR_PARSE, 2,
+               "the column count '0' of 'pos' is not a positive integer");
+    read_fails("1\nProperties=species:S:1:pos:R:x\nH 0 0 0\n", MDF_ERR_PARSE, 2,
+               "the column count 'x' of 'pos'");
+    read_fails("1\nProperties=species:S:1:pos:R\nH 0 0 0\n", MDF_ERR_PARSE, 2,
+               "must be name:type:ncols triplets");
+    read_fails("1\nProperties=species:S:1\nH\n", MDF_ERR_PARSE, 2, "has no 'pos' column");
+    read_fails("1\nProperties=pos:R:3\n0 0 0\n", MDF_ERR_PARSE, 2,
+               "has neither 'species' nor 'Z'");
+    read_fails("1\nProperties=species:S:1:pos:R:2\nH 0 0\n", MDF_ERR_PARSE, 2,
+               "'pos' must be declared pos:R:3");
+    read_fails("1\nProperties=species:S:1:pos:R:3:pos:R:3\nH 0 0 0 0 0 0\n", MDF_ERR_PARSE, 2,
+               "declares 'pos' twice");
+    read_fails("1\nProperties=species:S:1:pos:R:3:vel:R:3:momenta:R:3\nH 0 0 0 0 0 0 0 0 0\n",
+               MDF_ERR_PARSE, 2, "both velocities and momenta");
+}
+
+static void test_error_in_second_frame_keeps_first(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    mdf_error err;
+    mdf_error_clear(&err);
+    const char *p = write_text("second.xyz", "1\n\nH 0 0 0\n1\n\nQq 0 0 0\n");
+    assert_int_equal(mdf_xyz_read(p, &l, &err), MDF_ERR_PARSE);
+    assert_non_null(strstr(err.message, "second.xyz:6:"));
+    assert_non_null(strstr(err.message, "frame 2"));
+    assert_int_equal(l.count, 1);
+    assert_int_equal(l.frames[0].numbers[0], 1);
+    mdf_frame_list_free(&l);
+}
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    mdf_error err;
+    mdf_error_clear(&err);
+    const char *p = path_of("does-not-exist.xyz");
+    assert_int_equal(mdf_xyz_read(p, &l, &err), MDF_ERR_IO);
+    assert_non_null(strstr(err.message, p));
+    assert_int_equal(l.count, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writing                                                                   */
+
+/* A frame with every feature and awkward numbers. */
+static void build_frame(mdf_frame *f, int64_t n, int with_extras, unsigned seed)
+{
+    assert_int_equal(mdf_frame_alloc(f, n, 1, 1, 1, NULL), MDF_OK);
+    srand(seed);
+    for (int64_t i = 0; i < n; i++) {
+        f->numbers[i] = (int32_t)(1 + (i * 7) % 118);
+        f->masses[i] = mdf_element_mass(f->numbers[i]) * (1.0 + (double)rand() / RAND_MAX);
+        for (int k = 0; k < 3; k++) {
+            size_t j = (size_t)(3 * i + k);
+            f->positions[j] = 20.0 * rand() / RAND_MAX - 10.0 + 1.0 / 3.0;
+            f->velocities[j] = ((double)rand() / RAND_MAX - 0.5) * 1e-3;
+            f->forces[j] = ((double)rand() / RAND_MAX - 0.5) * 1e7;
+        }
+    }
+    if (n > 2) {
+        f->positions[0] = 0.1;
+        f->positions[1] = -0.0;
+        f->positions[2] = 1e-300;
+        f->velocities[0] = 5e-324;
+        f->forces[0] = 1.7976931348623157e308;
+    }
+    double cell[9] = {10.5, 0, 0, 1.0 / 3.0, 11.25, 0, -0.7, 0.2, 12.0 + 1e-12};
+    memcpy(f->cell, cell, sizeof cell);
+    f->has_cell = 1;
+    f->pbc[0] = 1;
+    f->pbc[2] = 1;
+    f->energy = -1234.5678901234567;
+    f->has_energy = 1;
+    assert_int_equal(mdf_frame_set_info(f, "note", "hello world", NULL), MDF_OK);
+    assert_int_equal(mdf_frame_set_info(f, "tricky", "a=b \"q\" back\\slash {x}", NULL), MDF_OK);
+    assert_int_equal(mdf_frame_set_info(f, "step", "42", NULL), MDF_OK);
+    assert_int_equal(mdf_frame_set_info(f, "key with space", "v", NULL), MDF_OK);
+    assert_int_equal(mdf_frame_set_info(f, "empty", "", NULL), MDF_OK);
+    if (!with_extras) return;
+    f->nextra = 2;
+    f->extra = calloc(2, sizeof *f->extra);
+    assert_non_null(f->extra);
+    const char *names[2] = {"tags", "label"};
+    const char types[2] = {'I', 'S'};
+    const int ncols[2] = {1, 2};
+    for (int c = 0; c < 2; c++) {
+        f->extra[c].name = strdup(names[c]);
+        f->extra[c].type = types[c];
+        f->extra[c].ncols = ncols[c];
+        f->extra[c].tokens = calloc((size_t)(n * ncols[c]) + 1, sizeof(char *));
+        for (int64_t i = 0; i < n * ncols[c]; i++) {
+            char tok[32];
+            snprintf(tok, sizeof tok, c == 0 ? "%lld" : "s%lld", (long long)i);
+            f->extra[c].tokens[i] = strdup(tok);
+        }
+    }
+}
+
+static void assert_frames_equal(const mdf_frame *a, const mdf_frame *b)
+{
+    size_t n = (size_t)a->natoms;
+    assert_int_equal(a->natoms, b->natoms);
+    /* Bit for bit: memcmp also tells -0.0 from 0.0. */
+    assert_memory_equal(a->positions, b->positions, 3 * n * sizeof(double) + (n == 0));
+    assert_memory_equal(a->numbers, b->numbers, n * sizeof(int32_t) + (n == 0));
+    assert_int_equal(a->velocities != NULL, b->velocities != NULL);
+    assert_int_equal(a->forces != NULL, b->forces != NULL);
+    assert_int_equal(a->masses != NULL, b->masses != NULL);
+    if (a->velocities && n) assert_memory_equal(a->velocities, b->velocities, 3 * n * sizeof(double));
+    if (a->forces && n) assert_memory_equal(a->forces, b->forces, 3 * n * sizeof(double));
+    if (a->masses && n) assert_memory_equal(a->masses, b->masses, n * sizeof(double));
+    assert_int_equal(a->has_cell, b->has_cell);
+    if (a->has_cell) assert_memory_equal(a->cell, b->cell, sizeof a->cell);
+    assert_memory_equal(a->pbc, b->pbc, sizeof a->pbc);
+    assert_int_equal(a->has_energy, b->has_energy);
+    if (a->has_energy) assert_memory_equal(&a->energy, &b->energy, sizeof a->energy);
+    assert_int_equal(a->ninfo, b->ninfo);
+    for (size_t k = 0; k < a->ninfo; k++) {
+        assert_string_equal(a->info[k].key, b->info[k].key);
+        assert_string_equal(a->info[k].value, b->info[k].value);
+    }
+    assert_int_equal(a->nextra, b->nextra);
+    for (size_t c = 0; c < a->nextra; c++) {
+        assert_string_equal(a->extra[c].name, b->extra[c].name);
+        assert_int_equal(a->extra[c].type, b->extra[c].type);
+        assert_int_equal(a->extra[c].ncols, b->extra[c].ncols);
+        for (size_t t = 0; t < n * (size_t)a->extra[c].ncols; t++)
+            assert_string_equal(a->extra[c].tokens[t], b->extra[c].tokens[t]);
+    }
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    mdf_frame frames[3];
+    build_frame(&frames[0], 50, 1, 1);
+    build_frame(&frames[1], 7, 0, 2);
+    /* An open cluster: no cell, no velocities, standard masses. */
+    assert_int_equal(mdf_frame_alloc(&frames[2], 3, 0, 0, 0, NULL), MDF_OK);
+    for (int i = 0; i < 9; i++) frames[2].positions[i] = 1.0 / (i + 1.0);
+    frames[2].numbers[0] = 8;
+    frames[2].numbers[1] = 1;
+    frames[2].numbers[2] = 1;
+    mdf_error err;
+    mdf_error_clear(&err);
+    const char *p = path_of("roundtrip.xyz");
+    assert_int_equal(mdf_xyz_write(p, frames, 3, 0, &err), MDF_OK);
+    assert_false(file_exists(path_of("roundtrip.xyz.tmp")));
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    assert_int_equal(mdf_xyz_read(p, &l, &err), MDF_OK);
+    assert_int_equal(l.count, 3);
+    for (int i = 0; i < 3; i++) assert_frames_equal(&frames[i], &l.frames[i]);
+    /* Writing what was read gives the same bytes again. */
+    const char *p2 = path_of("roundtrip2.xyz");
+    assert_int_equal(mdf_xyz_write(p2, l.frames, l.count, 0, &err), MDF_OK);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", p, p2);
+    assert_int_equal(system(cmd), 0);
+    mdf_frame_list_free(&l);
+    for (int i = 0; i < 3; i++) mdf_frame_free(&frames[i]);
+}
+
+static void test_writer_layout(void **state)
+{
+    (void)state;
+    mdf_frame f;
+    assert_int_equal(mdf_frame_alloc(&f, 1, 0, 1, 0, NULL), MDF_OK);
+    f.numbers[0] = 14;
+    f.positions[0] = 0.5;
+    f.has_cell = 1;
+    f.cell[0] = f.cell[4] = f.cell[8] = 5.43;
+    f.pbc[0] = f.pbc[1] = 1;
+    f.has_energy = 1;
+    f.energy = -2.5;
+    assert_int_equal(mdf_frame_set_info(&f, "note", "hello world", NULL), MDF_OK);
+    const char *p = path_of("layout.xyz");
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_write(p, &f, 1, 0, &err), MDF_OK);
+    FILE *fp = fopen(p, "r");
+    assert_non_null(fp);
+    char line1[64], line2[512], line3[512];
+    assert_non_null(fgets(line1, sizeof line1, fp));
+    assert_non_null(fgets(line2, sizeof line2, fp));
+    assert_non_null(fgets(line3, sizeof line3, fp));
+    fclose(fp);
+    assert_string_equal(line1, "1\n");
+    assert_string_equal(line2, "Lattice=\"5.43 0 0 0 5.43 0 0 0 5.43\" "
+                               "Properties=species:S:1:pos:R:3:forces:R:3 energy=-2.5 "
+                               "note=\"hello world\" pbc=\"T T F\"\n");
+    assert_true(strncmp(line3, "Si ", 3) == 0);
+    mdf_frame_free(&f);
+}
+
+static void test_append(void **state)
+{
+    (void)state;
+    mdf_frame a, b;
+    build_frame(&a, 4, 1, 3);
+    build_frame(&b, 2, 0, 4);
+    const char *p = path_of("append.xyz");
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_write(p, &a, 1, 0, &err), MDF_OK);
+    assert_int_equal(mdf_xyz_write(p, &b, 1, 1, &err), MDF_OK);
+    assert_int_equal(mdf_xyz_write(p, &a, 1, 1, &err), MDF_OK);
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    assert_int_equal(mdf_xyz_read(p, &l, &err), MDF_OK);
+    assert_int_equal(l.count, 3);
+    assert_frames_equal(&a, &l.frames[0]);
+    assert_frames_equal(&b, &l.frames[1]);
+    assert_frames_equal(&a, &l.frames[2]);
+    mdf_frame_list_free(&l);
+    /* append = 0 replaces the file. */
+    assert_int_equal(mdf_xyz_write(p, &b, 1, 0, &err), MDF_OK);
+    assert_int_equal(mdf_xyz_read(p, &l, &err), MDF_OK);
+    assert_int_equal(l.count, 1);
+    assert_frames_equal(&b, &l.frames[0]);
+    mdf_frame_list_free(&l);
+    mdf_frame_free(&a);
+    mdf_frame_free(&b);
+}
+
+static void test_write_missing_dir(void **state)
+{
+    (void)state;
+    mdf_frame f;
+    build_frame(&f, 2, 0, 5);
+    const char *p = path_of("no/such/dir/out.xyz");
+    for (int append = 0; append <= 1; append++) {
+        mdf_error err;
+        mdf_error_clear(&err);
+        assert_int_equal(mdf_xyz_write(p, &f, 1, append, &err), MDF_ERR_IO);
+        assert_non_null(strstr(err.message, p));
+    }
+    mdf_frame_free(&f);
+}
+
+static void test_write_disk_full(void **state)
+{
+    (void)state;
+    if (!file_exists("/dev/full")) skip();
+    mdf_frame f;
+    build_frame(&f, 100, 1, 6);
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_write("/dev/full", &f, 1, 1, &err), MDF_ERR_IO);
+    assert_non_null(strstr(err.message, "/dev/full"));
+    FILE *fp = fopen("/dev/full", "w");
+    assert_non_null(fp);
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_write_stream(fp, &f, 1, &err), MDF_ERR_IO);
+    fclose(fp);
+    mdf_frame_free(&f);
+}
+
+static void test_write_invalid(void **state)
+{
+    (void)state;
+    mdf_frame f;
+    build_frame(&f, 3, 1, 7);
+    const char *p = path_of("invalid.xyz");
+    mdf_error err;
+
+    f.numbers[1] = 200;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_write(p, &f, 1, 0, &err), MDF_ERR_INVALID);
+    assert_non_null(strstr(err.message, "atom 2 has atomic number 200"));
+    assert_false(file_exists(p));
+    f.numbers[1] = 1;
+
+    assert_int_equal(mdf_frame_set_info(&f, "pbc", "T T T", NULL), MDF_OK);
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_write(p, &f, 1, 0, &err), MDF_ERR_INVALID);
+    assert_non_null(strstr(err.message, "info key 'pbc'"));
+    assert_false(file_exists(p));
+    free(f.info[f.ninfo - 1].key);
+    free(f.info[f.ninfo - 1].value);
+    f.ninfo--;
+
+    free(f.extra[0].tokens[2]);
+    f.extra[0].tokens[2] = strdup("two words");
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_write(p, &f, 1, 0, &err), MDF_ERR_INVALID);
+    assert_non_null(strstr(err.message, "extra column 'tags'"));
+    free(f.extra[0].tokens[2]);
+    f.extra[0].tokens[2] = strdup("2");
+
+    free(f.extra[1].name);
+    f.extra[1].name = strdup("forces");
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_write(p, &f, 1, 0, &err), MDF_ERR_INVALID);
+    assert_non_null(strstr(err.message, "clashes"));
+    assert_false(file_exists(p));
+    mdf_frame_free(&f);
+}
+
+static void test_overwrite_keeps_old_file_on_invalid(void **state)
+{
+    (void)state;
+    mdf_frame good, bad;
+    build_frame(&good, 2, 0, 8);
+    build_frame(&bad, 2, 0, 9);
+    bad.numbers[0] = -1;
+    const char *p = path_of("keep.xyz");
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_write(p, &good, 1, 0, &err), MDF_OK);
+    mdf_frame both[2] = {good, bad};
+    assert_int_equal(mdf_xyz_write(p, both, 2, 0, &err), MDF_ERR_INVALID);
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_xyz_read(p, &l, &err), MDF_OK);
+    assert_int_equal(l.count, 1);
+    assert_frames_equal(&good, &l.frames[0]);
+    mdf_frame_list_free(&l);
+    mdf_frame_free(&good);
+    mdf_frame_free(&bad);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames and elements                                                       */
+
+static void test_frame_copy_is_deep(void **state)
+{
+    (void)state;
+    mdf_frame a, b;
+    build_frame(&a, 5, 1, 10);
+    assert_int_equal(mdf_frame_copy(&b, &a, NULL), MDF_OK);
+    assert_frames_equal(&a, &b);
+    assert_ptr_not_equal(a.positions, b.positions);
+    assert_ptr_not_equal(a.info[0].value, b.info[0].value);
+    assert_ptr_not_equal(a.extra[0].tokens[0], b.extra[0].tokens[0]);
+    b.positions[0] = 99.0;
+    b.extra[1].tokens[0][0] = 'Z';
+    assert_true(a.positions[0] != 99.0);
+    assert_int_equal(a.extra[1].tokens[0][0], 's');
+    mdf_frame_free(&a);
+    mdf_frame_free(&b);
+    assert_null(b.positions);
+    assert_int_equal(b.natoms, 0);
+}
+
+static void test_frame_info_and_list(void **state)
+{
+    (void)state;
+    mdf_frame f;
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_frame_alloc(&f, 0, 1, 0, 0, &err), MDF_OK);
+    assert_non_null(f.velocities);   /* present even for 0 atoms */
+    assert_null(f.forces);
+    assert_null(mdf_frame_get_info(&f, "x"));
+    assert_int_equal(mdf_frame_set_info(&f, "x", "1", &err), MDF_OK);
+    assert_int_equal(mdf_frame_set_info(&f, "y", "2", &err), MDF_OK);
+    assert_int_equal(mdf_frame_set_info(&f, "x", "3", &err), MDF_OK);
+    assert_int_equal(f.ninfo, 2);
+    assert_string_equal(mdf_frame_get_info(&f, "x"), "3");
+    assert_int_equal(mdf_frame_set_info(&f, "", "3", &err), MDF_ERR_INVALID);
+    mdf_frame neg;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_frame_alloc(&neg, -1, 0, 0, 0, &err), MDF_ERR_INVALID);
+    mdf_error_clear(&err);
+
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    for (int i = 0; i < 20; i++) {
+        mdf_frame g;
+        assert_int_equal(mdf_frame_alloc(&g, i, 0, 0, 0, &err), MDF_OK);
+        assert_int_equal(mdf_frame_list_push(&l, &g, &err), MDF_OK);
+        assert_null(g.positions);   /* ownership moved */
+    }
+    assert_int_equal(l.count, 20);
+    assert_int_equal(l.frames[19].natoms, 19);
+    mdf_frame_list_free(&l);
+    assert_int_equal(l.count, 0);
+    mdf_frame_free(&f);
+    mdf_frame_free(NULL);
+}
+
+static void test_elements(void **state)
+{
+    (void)state;
+    assert_true(mdf_element_mass(0) == 0.0);
+    assert_true(mdf_element_mass(1) == 1.008);
+    assert_true(mdf_element_mass(6) == 12.011);
+    assert_true(mdf_element_mass(118) == 294.214);
+    assert_true(mdf_element_mass(119) == 0.0);
+    assert_true(mdf_element_mass(-1) == 0.0);
+    assert_string_equal(mdf_element_symbol(0), "X");
+    assert_string_equal(mdf_element_symbol(14), "Si");
+    assert_string_equal(mdf_element_symbol(118), "Og");
+    assert_null(mdf_element_symbol(119));
+    assert_null(mdf_element_symbol(-1));
+    for (int z = 0; z <= 118; z++) assert_int_equal(mdf_element_number(mdf_element_symbol(z)), z);
+    assert_int_equal(mdf_element_number("si"), -1);   /* case-sensitive, as ASE */
+    assert_int_equal(mdf_element_number("Xx"), -1);
+    assert_int_equal(mdf_element_number(""), -1);
+    assert_int_equal(mdf_element_number(NULL), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_frame),
+        cmocka_unit_test(test_multi_frame_crlf_blank_lines),
+        cmocka_unit_test(test_read_appends_to_list),
+        cmocka_unit_test(test_lattice_pbc_info_extra),
+        cmocka_unit_test(test_pbc_spellings),
+        cmocka_unit_test(test_plain_xyz),
+        cmocka_unit_test(test_momenta_and_masses),
+        cmocka_unit_test(test_z_vel_forces),
+        cmocka_unit_test(test_long_line),
+        cmocka_unit_test(test_empty_file),
+        cmocka_unit_test(test_read_stream),
+        cmocka_unit_test(test_bad_count),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_bad_fields),
+        cmocka_unit_test(test_nul_byte),
+        cmocka_unit_test(test_bad_header),
+        cmocka_unit_test(test_bad_properties),
+        cmocka_unit_test(test_error_in_second_frame_keeps_first),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_writer_layout),
+        cmocka_unit_test(test_append),
+        cmocka_unit_test(test_write_missing_dir),
+        cmocka_unit_test(test_write_disk_full),
+        cmocka_unit_test(test_write_invalid),
+        cmocka_unit_test(test_overwrite_keeps_old_file_on_invalid),
+        cmocka_unit_test(test_frame_copy_is_deep),
+        cmocka_unit_test(test_frame_info_and_list),
+        cmocka_unit_test(test_elements),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}

@@ -1,0 +1,171 @@
+/* mdflow tests — shared helpers. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+
+void tu_start(const char *sched, int ncpus, int want_cuda)
+{
+    mdf_runtime_config rc;
+    mdf_runtime_config_init(&rc);
+    rc.sched = sched;
+    rc.ncpus = ncpus;
+    rc.ncuda = want_cuda ? -1 : 0;
+    mdf_error err;
+    mdf_error_clear(&err);
+    if (mdf_runtime_start(&rc, &err) != MDF_OK) {
+        fprintf(stderr, "cannot start StarPU: %s\n", err.message);
+        exit(1);
+    }
+}
+
+void tu_stop(void) { mdf_runtime_stop(); }
+
+double tu_rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+double tu_gauss(uint64_t *s)
+{
+    double u1 = tu_rand(s), u2 = tu_rand(s);
+    return sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
+}
+
+static mdf_frame new_frame(int64_t n)
+{
+    mdf_frame f;
+    memset(&f, 0, sizeof f);
+    mdf_error err;
+    mdf_error_clear(&err);
+    if (mdf_frame_alloc(&f, n, 0, 0, 0, &err) != MDF_OK) {
+        fprintf(stderr, "frame alloc: %s\n", err.message);
+        exit(1);
+    }
+    return f;
+}
+
+mdf_frame tu_fcc(int nx, int ny, int nz, double a, int z, double tilt, double jitter, uint64_t seed)
+{
+    static const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
+    mdf_frame f = new_frame(4LL * nx * ny * nz);
+    double cell[9] = {nx * a, 0, 0, tilt * a * ny, ny * a, 0, tilt * a * nz, -0.5 * tilt * a * nz, nz * a};
+    memcpy(f.cell, cell, sizeof cell);
+    f.has_cell = 1;
+    f.pbc[0] = f.pbc[1] = f.pbc[2] = 1;
+    uint64_t s = seed;
+    int64_t k = 0;
+    for (int i = 0; i < nx; i++)
+        for (int j = 0; j < ny; j++)
+            for (int l = 0; l < nz; l++)
+                for (int b = 0; b < 4; b++, k++) {
+                    double u[3] = {(i + basis[b][0]) / nx, (j + basis[b][1]) / ny, (l + basis[b][2]) / nz};
+                    for (int d = 0; d < 3; d++)
+                        f.positions[3 * k + d] = u[0] * cell[d] + u[1] * cell[3 + d] + u[2] * cell[6 + d] +
+                                                 jitter * tu_gauss(&s);
+                    f.numbers[k] = z;
+                }
+    return f;
+}
+
+static double image_distance2(const double *x, const double *y, const double cell[9], const int pbc[3])
+{
+    double d[3] = {y[0] - x[0], y[1] - x[1], y[2] - x[2]};
+    if (pbc[0] || pbc[1] || pbc[2]) {
+        /* Brute force over neighbouring images: exact for any cell. */
+        double best = INFINITY;
+        for (int a = -1; a <= 1; a++)
+            for (int b = -1; b <= 1; b++)
+                for (int c = -1; c <= 1; c++) {
+                    if ((!pbc[0] && a) || (!pbc[1] && b) || (!pbc[2] && c)) continue;
+                    double e[3];
+                    for (int k = 0; k < 3; k++) e[k] = d[k] + a * cell[k] + b * cell[3 + k] + c * cell[6 + k];
+                    double r2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+                    if (r2 < best) best = r2;
+                }
+        return best;
+    }
+    return d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+}
+
+mdf_frame tu_random(int n, const double cell[9], const int pbc[3], double min_dist, const int *zs, int nz,
+                    uint64_t seed)
+{
+    mdf_frame f = new_frame(n);
+    memcpy(f.cell, cell, sizeof f.cell);
+    f.has_cell = 1;
+    for (int k = 0; k < 3; k++) f.pbc[k] = pbc[k];
+    uint64_t s = seed;
+    for (int i = 0; i < n; i++) {
+        for (int tries = 0;; tries++) {
+            double u[3] = {tu_rand(&s), tu_rand(&s), tu_rand(&s)};
+            for (int d = 0; d < 3; d++)
+                f.positions[3 * i + d] = u[0] * cell[d] + u[1] * cell[3 + d] + u[2] * cell[6 + d];
+            int ok = 1;
+            for (int j = 0; j < i && ok; j++)
+                ok = image_distance2(f.positions + 3 * i, f.positions + 3 * j, cell, pbc) >= min_dist * min_dist;
+            if (ok) break;
+            if (tries > 100000) {
+                fprintf(stderr, "tu_random: cannot place %d atoms %g apart\n", n, min_dist);
+                exit(1);
+            }
+        }
+        f.numbers[i] = zs[i % nz];
+    }
+    return f;
+}
+
+mdf_lj_config tu_argon(double cutoff, int shift)
+{
+    mdf_lj_config c;
+    mdf_lj_config_init(&c);
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_lj_config_add_species(&c, 18, 0.0104, 3.40, cutoff, &err);
+    c.shift = shift;
+    return c;
+}
+
+char *tu_tmpdir(void)
+{
+    char *t = strdup("/tmp/mdflow-test-XXXXXX");
+    if (!t || !mkdtemp(t)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    return t;
+}
+
+int tu_have(const char *name)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
+    return system(cmd) == 0;
+}
+
+const char *tu_python_with(const char *module)
+{
+    const char *py = getenv("MDF_PYTHON");
+    if (!py) py = "/usr/bin/python3";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s -c 'import %s' >/dev/null 2>&1", py, module);
+    return system(cmd) == 0 ? py : NULL;
+}
+
+const char *tu_srcdir(void)
+{
+    const char *s = getenv("MDF_TEST_SRCDIR");
+    return s ? s : ".";
+}
+
+double tu_reldiff(double a, double b, double floor)
+{
+    double m = fmax(fmax(fabs(a), fabs(b)), floor);
+    return fabs(a - b) / m;
+}

@@ -1,0 +1,55 @@
+/* mdflow tests — shared helpers: StarPU start with a chosen scheduler,
+ * structure builders, a deterministic random generator, temp dirs. */
+#ifndef MDF_TESTUTIL_H
+#define MDF_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include "mdflow/mdflow.h"
+
+#define TU_SKIP 77
+
+/* Starts StarPU with sched (NULL: default) and ncpus CPU workers (-1: all),
+ * no CUDA unless want_cuda. */
+void tu_start(const char *sched, int ncpus, int want_cuda);
+void tu_stop(void);
+
+/* splitmix64 in [0, 1). */
+double tu_rand(uint64_t *state);
+double tu_gauss(uint64_t *state);
+
+/* fcc crystal of nx*ny*nz cubic cells (lattice a, element z), optionally
+ * skewed into a triclinic cell (tilt as fraction of a), positions jittered. */
+mdf_frame tu_fcc(int nx, int ny, int nz, double a, int z, double tilt, double jitter, uint64_t seed);
+/* n atoms at random in cell (rows) with pbc, at least min_dist apart
+ * (nearest image along periodic directions); z alternates over zs[nz]. */
+mdf_frame tu_random(int n, const double cell[9], const int pbc[3], double min_dist, const int *zs, int nz,
+                    uint64_t seed);
+
+/* Argon Lennard-Jones (ε 0.0104 eV, σ 3.40 Å). */
+mdf_lj_config tu_argon(double cutoff, int shift);
+
+/* A fresh directory under /tmp; caller frees the string. */
+char *tu_tmpdir(void);
+/* 1 if `command -v name` succeeds. */
+int tu_have(const char *name);
+/* Python with ASE (MDF_PYTHON or /usr/bin/python3), or NULL if none. */
+const char *tu_python_with(const char *module);
+/* $MDF_TEST_SRCDIR or ".". */
+const char *tu_srcdir(void);
+
+/* Relative difference |a-b| / max(|a|,|b|, floor). */
+double tu_reldiff(double a, double b, double floor);
+
+/* Calls fn(args..., &err) and fails the test with the error's message. */
+#define TU_CALL(fn, ...)                                                                               \
+    do {                                                                                               \
+        mdf_error tu_err_;                                                                             \
+        mdf_error_clear(&tu_err_);                                                                     \
+        if (fn(__VA_ARGS__, &tu_err_) != MDF_OK) fail_msg("%s: %s", #fn, tu_err_.message);             \
+    } while (0)
+
+#endif

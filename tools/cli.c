@@ -1,0 +1,81 @@
+/* mdflow — command-line helpers. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+mdf_status cli_double(const char *opt, const char *text, double *out, mdf_error *err)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v))
+        return mdf_error_set(err, MDF_ERR_INVALID, "option %s: '%s' is not a number", opt, text);
+    *out = v;
+    return MDF_OK;
+}
+
+mdf_status cli_int64(const char *opt, const char *text, int64_t *out, mdf_error *err)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end)
+        return mdf_error_set(err, MDF_ERR_INVALID, "option %s: '%s' is not an integer", opt, text);
+    *out = v;
+    return MDF_OK;
+}
+
+/* Splits text at ':' into at most max fields (modifies a copy). */
+static int split_fields(char *copy, char **fields, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(copy, ":", &save); tok && n < max + 1;
+         tok = strtok_r(NULL, ":", &save))
+        fields[n++] = tok;
+    return n;
+}
+
+static mdf_status element(const char *sym, int *z, mdf_error *err)
+{
+    *z = mdf_element_number(sym);
+    if (*z < 1) return mdf_error_set(err, MDF_ERR_INVALID, "unknown element '%s' in Lennard-Jones parameters", sym);
+    return MDF_OK;
+}
+
+mdf_status cli_lj_species(const char *text, mdf_lj_config *cfg, mdf_error *err)
+{
+    char copy[256], *f[6];
+    snprintf(copy, sizeof copy, "%s", text);
+    if (split_fields(copy, f, 4) != 4)
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "--lj-species '%s': expected SYMBOL:EPSILON:SIGMA:CUTOFF, e.g. Ar:0.0104:3.4:8.5", text);
+    int z;
+    double e, s, rc;
+    mdf_status st = element(f[0], &z, err);
+    if (st == MDF_OK) st = cli_double("--lj-species epsilon", f[1], &e, err);
+    if (st == MDF_OK) st = cli_double("--lj-species sigma", f[2], &s, err);
+    if (st == MDF_OK) st = cli_double("--lj-species cutoff", f[3], &rc, err);
+    if (st == MDF_OK) st = mdf_lj_config_add_species(cfg, z, e, s, rc, err);
+    return st;
+}
+
+mdf_status cli_lj_pair(const char *text, mdf_lj_config *cfg, mdf_error *err)
+{
+    char copy[256], *f[6];
+    snprintf(copy, sizeof copy, "%s", text);
+    if (split_fields(copy, f, 5) != 5)
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "--lj-pair '%s': expected A:B:EPSILON:SIGMA:CUTOFF, e.g. Ar:Kr:0.0140:3.5:8.5", text);
+    int za, zb;
+    double e, s, rc;
+    mdf_status st = element(f[0], &za, err);
+    if (st == MDF_OK) st = element(f[1], &zb, err);
+    if (st == MDF_OK) st = cli_double("--lj-pair epsilon", f[2], &e, err);
+    if (st == MDF_OK) st = cli_double("--lj-pair sigma", f[3], &s, err);
+    if (st == MDF_OK) st = cli_double("--lj-pair cutoff", f[4], &rc, err);
+    if (st == MDF_OK) st = mdf_lj_config_set_pair(cfg, za, zb, e, s, rc, err);
+    return st;
+}
