@@ -1,2 +1,201 @@
+/* mdflow tests — neighbour lists against the brute-force pair set, and the
+ * skin/2 rebuild rule through the StarPU pipeline. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "testutil.h"
-int main(void) { return TU_SKIP; }
+#include "../codelets/nlist/nlist_codelet.h"
+#include "../dataflow/compute.h"
+
+/* Smallest distance over all images n in {-2..2}^3 along periodic
+ * directions: independent of the code under test. */
+static double brute_distance(const double *xi, const double *xj, const double cell[9], const int pbc[3])
+{
+    double best = INFINITY;
+    int r[3];
+    for (int k = 0; k < 3; k++) r[k] = pbc[k] ? 2 : 0;
+    for (int a = -r[0]; a <= r[0]; a++)
+        for (int b = -r[1]; b <= r[1]; b++)
+            for (int c = -r[2]; c <= r[2]; c++) {
+                double d2 = 0.0;
+                for (int k = 0; k < 3; k++) {
+                    double d = xj[k] - xi[k] + a * cell[k] + b * cell[3 + k] + c * cell[6 + k];
+                    d2 += d * d;
+                }
+                best = fmin(best, d2);
+            }
+    return sqrt(best);
+}
+
+typedef struct nl_case {
+    const char *name;
+    double cell[9];
+    int pbc[3];
+    int natoms;
+    double r_list;
+    int drop_cell; /* place atoms in the cell, then bin as a cell-less cluster */
+} nl_case;
+
+/* Builds lists for every atom with `slots` slots and checks: each atom's
+ * neighbour set equals the brute-force one (for atoms that fit), counts are
+ * right for all atoms, each stored image gives the brute-force distance. */
+static void check_case(const nl_case *c, int32_t slots, uint64_t seed)
+{
+    int zs[] = {18};
+    mdf_frame f = tu_random(c->natoms, c->cell, c->pbc, 0.9, zs, 1, seed);
+    /* Move atoms off the wrapped cell a little, as MD does. */
+    uint64_t s = seed ^ 0xabcdefu;
+    for (int64_t k = 0; k < 3 * f.natoms; k++) f.positions[k] += 3.0 * (tu_rand(&s) - 0.5);
+    mdf_sys_info si;
+    memset(&si, 0, sizeof si);
+    si.natoms = (int32_t)f.natoms;
+    if (!c->drop_cell) memcpy(si.cell, c->cell, sizeof si.cell);
+    for (int k = 0; k < 3; k++) si.pbc[k] = c->pbc[k];
+    if (!mdf_inv3(si.cell, si.inv_cell)) memset(si.inv_cell, 0, sizeof si.inv_cell);
+    size_t bytes = mdf_nl_bins_bytes(si.natoms, 1);
+    void *blob = calloc(1, bytes);
+    ((mdf_nl_bins_head *)blob)->atom_cap = si.natoms;
+    ((mdf_nl_bins_head *)blob)->sys_cap = 1;
+    mdf_nl_bins_view v = mdf_nl_bins_map(blob);
+    mdf_nl_bin_system(f.positions, &si, 0, &v, c->r_list);
+    uint32_t *list = calloc((size_t)si.natoms * (size_t)slots, sizeof *list);
+    char *expected = calloc((size_t)si.natoms, 1);
+    for (int32_t i = 0; i < si.natoms; i++) {
+        int32_t up, down;
+        uint32_t *mine = list + (size_t)i * (size_t)slots;
+        int32_t count = mdf_nl_build_atom(i, f.positions, &si, &v.grid[0], v.cell_start, v.sorted, v.cell_of,
+                                          c->r_list * c->r_list, slots, mine, &up, &down);
+        assert_int_equal(count, up + down);
+        int32_t want = 0, want_up = 0;
+        memset(expected, 0, (size_t)si.natoms);
+        for (int32_t j = 0; j < si.natoms; j++) {
+            if (j == i) continue;
+            if (brute_distance(f.positions + 3 * i, f.positions + 3 * j, si.cell, c->pbc) < c->r_list) {
+                expected[j] = 1;
+                want++;
+                want_up += j > i;
+            }
+        }
+        if (count != want || up != want_up)
+            fail_msg("%s: atom %d has %d neighbours (%d up), brute force %d (%d up)", c->name, i, count, up, want, want_up);
+        if (count > slots) continue; /* overflowed: counted, not stored */
+        for (int32_t k = 0; k < count; k++) {
+            uint32_t e = k < up ? mine[k] : mine[slots - 1 - (k - up)];
+            int32_t j = (int32_t)(e >> MDF_NL_IMAGE_BITS);
+            assert_true(j >= 0 && j < si.natoms && expected[j] == 1);
+            expected[j] = 2; /* each neighbour once */
+            double sh[3], d2 = 0.0;
+            mdf_nl_image_shift(e & MDF_NL_IMAGE_MASK, si.cell, sh);
+            for (int q = 0; q < 3; q++) {
+                double d = f.positions[3 * j + q] + sh[q] - f.positions[3 * i + q];
+                d2 += d * d;
+            }
+            double brute = brute_distance(f.positions + 3 * i, f.positions + 3 * j, si.cell, c->pbc);
+            assert_true(fabs(sqrt(d2) - brute) < 1e-9);
+            assert_true((j > i) == (k < up));
+        }
+    }
+    free(expected);
+    free(list);
+    free(blob);
+    mdf_frame_free(&f);
+}
+
+static void test_against_brute_force(void **state)
+{
+    (void)state;
+    const nl_case cases[] = {
+        {"cubic", {14, 0, 0, 0, 14, 0, 0, 0, 14}, {1, 1, 1}, 200, 4.5, 0},
+        {"triclinic", {15, 0, 0, 4.0, 14, 0, -3.0, 2.5, 13}, {1, 1, 1}, 220, 4.0, 0},
+        {"strongly skewed", {12, 0, 0, 6.0, 11, 0, 5.0, 5.0, 12}, {1, 1, 1}, 150, 3.4, 0},
+        {"exactly half-width cells", {9, 0, 0, 0, 9, 0, 0, 0, 9}, {1, 1, 1}, 60, 4.4, 0},
+        {"slab pbc T T F", {13, 0, 0, 2.0, 13, 0, 0, 0, 20}, {1, 1, 0}, 180, 4.0, 0},
+        {"wire pbc F F T", {20, 0, 0, 0, 20, 0, 0, 0, 11}, {0, 0, 1}, 120, 4.0, 0},
+        {"open cluster", {25, 0, 0, 0, 25, 0, 0, 0, 25}, {0, 0, 0}, 250, 5.0, 0},
+        {"open, no cell", {30, 0, 0, 0, 30, 0, 0, 0, 30}, {0, 0, 0}, 300, 5.5, 1},
+        {"single atom", {10, 0, 0, 0, 10, 0, 0, 0, 10}, {1, 1, 1}, 1, 4.0, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        nl_case c = cases[k];
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            check_case(&c, 400, seed * 1000 + k);
+            check_case(&c, 3, seed * 1000 + k); /* most atoms overflow */
+        }
+    }
+}
+
+/* ---- through the pipeline ------------------------------------------------ */
+
+#include "../dataflow/batch_internal.h"
+
+static void move_atom(mdf_batch *b, size_t system, int atom, double dx)
+{
+    int64_t slot = b->sys_slot[system];
+    const mdf_shard *sh = mdf_batch_slot_shard(b, slot);
+    assert_int_equal(starpu_data_acquire(sh->pos, STARPU_RW), 0);
+    b->pos[3 * (mdf_batch_slot_atom(b, slot) + atom)] += dx;
+    starpu_data_release(sh->pos);
+}
+
+static void evaluate(mdf_compute *c, mdf_batch *b)
+{
+    for (int k = 0; k < mdf_batch_nshards(b); k++) TU_CALL(mdf_compute_submit, c, k);
+    starpu_task_wait_for_all();
+}
+
+/* A system's lists are rebuilt only when one of its own atoms moved more
+ * than skin/2 since the last build. */
+static void test_rebuild_rule(void **state)
+{
+    (void)state;
+    mdf_frame f[3];
+    for (int i = 0; i < 3; i++) f[i] = tu_fcc(3, 3, 3, 5.26, 18, 0.0, 0.02, 10 + (uint64_t)i);
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    bc.nshards = 2;
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, 3, &bc, &b);
+    mdf_lj_config lj = tu_argon(6.0, 0);
+    mdf_model *m = NULL;
+    TU_CALL(mdf_model_create_lj, &lj, &m);
+    mdf_compute_config cc;
+    mdf_compute_config_init(&cc);
+    cc.skin = 1.0;
+    mdf_compute *c = NULL;
+    TU_CALL(mdf_compute_create, b, m, &cc, &c);
+    evaluate(c, b);
+    for (size_t i = 0; i < 3; i++) assert_int_equal(mdf_compute_system_rebuilds(c, i), 1);
+    move_atom(b, 1, 5, 0.49); /* within skin/2 = 0.5 of the reference */
+    evaluate(c, b);
+    for (size_t i = 0; i < 3; i++) assert_int_equal(mdf_compute_system_rebuilds(c, i), 1);
+    move_atom(b, 1, 5, 0.02); /* now 0.51 away */
+    evaluate(c, b);
+    assert_int_equal(mdf_compute_system_rebuilds(c, 0), 1);
+    assert_int_equal(mdf_compute_system_rebuilds(c, 1), 2);
+    assert_int_equal(mdf_compute_system_rebuilds(c, 2), 1);
+    mdf_compute_destroy(c);
+
+    /* cutoff + skin over half the periodic width (15.78 Å / 2): a clear error. */
+    cc.skin = 2.0;
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_compute_create(b, m, &cc, &c, &err), MDF_ERR_INVALID);
+    if (!strstr(err.message, "exceeds half the periodic width") || !strstr(err.message, "system 0"))
+        fail_msg("unexpected message: %s", err.message);
+    mdf_model_destroy(m);
+    mdf_batch_destroy(b);
+    for (int i = 0; i < 3; i++) mdf_frame_free(&f[i]);
+}
+
+int main(void)
+{
+    tu_start(NULL, 2, 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_against_brute_force),
+        cmocka_unit_test(test_rebuild_rule),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    tu_stop();
+    return failed ? 1 : 0;
+}
