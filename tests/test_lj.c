@@ -1,2 +1,261 @@
+/* mdflow tests — Lennard-Jones energies, forces and virials against theory:
+ * the analytic dimer, finite differences of the energy, the virial's pair
+ * definition and its strain derivative, and chunked = single-task results. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "testutil.h"
-int main(void) { return TU_SKIP; }
+
+typedef struct result {
+    double energy, virial[9];
+    double *forces; /* 3n */
+} result;
+
+/* Energy, forces and virial of one frame, computed by the StarPU pipeline
+ * with the given chunk size (0: default). */
+static result evaluate(const mdf_frame *f, const mdf_lj_config *lj, int32_t chunk_atoms, int nshards)
+{
+    mdf_model *m = NULL;
+    TU_CALL(mdf_model_create_lj, lj, &m);
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    bc.nshards = nshards;
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, 1, &bc, &b);
+    mdf_md_config md;
+    mdf_md_config_init(&md);
+    md.steps = 0; /* forces at the starting point only */
+    md.skin = 0.5;
+    if (chunk_atoms) md.chunk_atoms = chunk_atoms;
+    mdf_md_report rep;
+    TU_CALL(mdf_md_run, b, m, &md, &rep);
+    mdf_system_view v;
+    TU_CALL(mdf_batch_get_system, b, 0, &v);
+    mdf_frame out;
+    TU_CALL(mdf_batch_get_frame, b, 0, &out);
+    result r = {.energy = v.potential_energy};
+    memcpy(r.virial, v.virial, sizeof r.virial);
+    r.forces = malloc(sizeof(double) * 3 * (size_t)f->natoms);
+    memcpy(r.forces, out.forces, sizeof(double) * 3 * (size_t)f->natoms);
+    mdf_frame_free(&out);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    return r;
+}
+
+static double energy_of(const mdf_frame *f, const mdf_lj_config *lj)
+{
+    result r = evaluate(f, lj, 0, 1);
+    free(r.forces);
+    return r.energy;
+}
+
+/* E(r) = 4ε[(σ/r)^12 − (σ/r)^6] − shift, F = 24ε[2(σ/r)^12 − (σ/r)^6]/r. */
+static void test_dimer(void **state)
+{
+    (void)state;
+    const double eps = 0.0104, sig = 3.4, rc = 8.5;
+    for (int shift = 0; shift <= 1; shift++) {
+        mdf_lj_config lj = tu_argon(rc, shift);
+        const double rs[] = {3.0, 3.4, 3.816, 5.0, 8.49, 8.51};
+        for (size_t k = 0; k < sizeof rs / sizeof rs[0]; k++) {
+            double r = rs[k];
+            mdf_frame f;
+            memset(&f, 0, sizeof f);
+            TU_CALL(mdf_frame_alloc, &f, 2, 0, 0, 0);
+            f.numbers[0] = f.numbers[1] = 18;
+            double dir[3] = {0.48, -0.6, 0.64}; /* unit vector */
+            for (int q = 0; q < 3; q++) f.positions[3 + q] = r * dir[q];
+            result res = evaluate(&f, &lj, 0, 1);
+            double sr6 = pow(sig / r, 6), src6 = pow(sig / rc, 6);
+            double e = r < rc ? 4 * eps * (sr6 * sr6 - sr6) - (shift ? 4 * eps * (src6 * src6 - src6) : 0.0) : 0.0;
+            double fmag = r < rc ? 24 * eps * (2 * sr6 * sr6 - sr6) / r : 0.0;
+            if (tu_reldiff(res.energy, e, eps) > 1e-13) /* relative to ε where E crosses 0 */
+                fail_msg("dimer r=%g shift=%d: energy %.17g, theory %.17g", r, shift, res.energy, e);
+            for (int q = 0; q < 3; q++) {
+                /* Repulsive (fmag > 0) pushes atom 1 along +dir. */
+                /* Relative to the force scale ε/σ where F crosses 0 (r = 2^(1/6) σ). */
+                if (fabs(res.forces[3 + q] - fmag * dir[q]) > 1e-13 * fmax(fabs(fmag), eps / sig))
+                    fail_msg("dimer r=%g: force %.17g, theory %.17g", r, res.forces[3 + q], fmag * dir[q]);
+                assert_true(fabs(res.forces[q] + res.forces[3 + q]) <= 1e-15);
+                for (int p = 0; p < 3; p++) {
+                    double w = r * fmag * dir[p] * dir[q]; /* (r_i - r_j) ⊗ f_i */
+                    assert_true(fabs(res.virial[3 * p + q] - w) <= 1e-13 * fmax(fabs(r * fmag), eps));
+                }
+            }
+            free(res.forces);
+            mdf_frame_free(&f);
+        }
+    }
+}
+
+static mdf_frame test_systems(int which)
+{
+    int zs[] = {18, 36};
+    if (which == 0) return tu_fcc(4, 4, 4, 5.3, 18, 0.15, 0.15, 7); /* triclinic crystal */
+    double box[9] = {16, 0, 0, 0, 16, 0, 0, 0, 16};
+    int open[3] = {0, 0, 0};
+    mdf_frame f = tu_random(40, box, open, 3.0, zs, 2, 11); /* Ar/Kr cluster */
+    memset(f.cell, 0, sizeof f.cell);
+    f.has_cell = 0;
+    return f;
+}
+
+static mdf_lj_config two_species(int shift)
+{
+    mdf_lj_config lj = tu_argon(7.5, shift);
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_lj_config_add_species(&lj, 36, 0.0140, 3.65, 7.5, &err);
+    mdf_lj_config_set_pair(&lj, 18, 36, 0.0121, 3.52, 7.0, &err);
+    return lj;
+}
+
+/* F = −∇E by central differences (h = 1e-5 Å; truncation ~h² F''' ≈ 1e-10). */
+static void test_forces_finite_difference(void **state)
+{
+    (void)state;
+    mdf_lj_config lj = two_species(1);
+    for (int which = 0; which < 2; which++) {
+        mdf_frame f = test_systems(which);
+        result r = evaluate(&f, &lj, 0, 1);
+        double fbig = 0.0;
+        for (int64_t k = 0; k < 3 * f.natoms; k++) fbig = fmax(fbig, fabs(r.forces[k]));
+        const double h = 1e-5;
+        for (int64_t k = 0; k < 3 * f.natoms; k += 7) {
+            double x = f.positions[k];
+            f.positions[k] = x + h;
+            double ep = energy_of(&f, &lj);
+            f.positions[k] = x - h;
+            double em = energy_of(&f, &lj);
+            f.positions[k] = x;
+            double fd = -(ep - em) / (2 * h);
+            if (fabs(fd - r.forces[k]) > 1e-6 * fbig + 1e-9)
+                fail_msg("system %d component %lld: force %.12g, finite difference %.12g", which, (long long)k,
+                         r.forces[k], fd);
+        }
+        free(r.forces);
+        mdf_frame_free(&f);
+    }
+}
+
+/* Virial: the pair sum Σ (r_i − r_j) ⊗ f_ij by brute force over images,
+ * and W_ab = −∂E/∂ε_ab under a homogeneous strain of cell and atoms. */
+static void test_virial(void **state)
+{
+    (void)state;
+    mdf_lj_config lj = tu_argon(7.9, 0);
+    mdf_frame f = tu_fcc(4, 4, 4, 5.3, 18, 0.1, 0.2, 3);
+    result r = evaluate(&f, &lj, 0, 1);
+    double w[9] = {0};
+    const double eps = 0.0104, sig = 3.4, rc = 7.9;
+    for (int64_t i = 0; i < f.natoms; i++)
+        for (int64_t j = 0; j < f.natoms; j++)
+            for (int a = -1; a <= 1; a++)
+                for (int b = -1; b <= 1; b++)
+                    for (int c = -1; c <= 1; c++) {
+                        if (i == j && !a && !b && !c) continue;
+                        double d[3], r2 = 0.0;
+                        for (int q = 0; q < 3; q++) {
+                            d[q] = f.positions[3 * i + q] - f.positions[3 * j + q] -
+                                   (a * f.cell[q] + b * f.cell[3 + q] + c * f.cell[6 + q]);
+                            r2 += d[q] * d[q];
+                        }
+                        if (r2 >= rc * rc) continue;
+                        double sr6 = pow(sig * sig / r2, 3);
+                        double fr = 24 * eps * (2 * sr6 * sr6 - sr6) / r2; /* f_i = fr * d */
+                        for (int p = 0; p < 3; p++)
+                            for (int q = 0; q < 3; q++) w[3 * p + q] += 0.5 * d[p] * fr * d[q];
+                    }
+    double scale = 0.0;
+    for (int k = 0; k < 9; k++) scale = fmax(scale, fabs(w[k]));
+    for (int k = 0; k < 9; k++)
+        if (fabs(r.virial[k] - w[k]) > 1e-10 * scale) fail_msg("virial[%d] %.15g, pair sum %.15g", k, r.virial[k], w[k]);
+    /* Strain derivative, symmetric strains. */
+    const double h = 1e-6;
+    for (int p = 0; p < 3; p++)
+        for (int q = p; q < 3; q++) {
+            double e[2];
+            for (int sgn = 0; sgn < 2; sgn++) {
+                double s = sgn ? -h : h;
+                double strain[9] = {0};
+                strain[3 * p + q] += 0.5 * s;
+                strain[3 * q + p] += 0.5 * s;
+                mdf_frame g;
+                TU_CALL(mdf_frame_copy, &g, &f);
+                for (int64_t row = 0; row < g.natoms + 3; row++) {
+                    double *v = row < g.natoms ? g.positions + 3 * row : g.cell + 3 * (row - g.natoms);
+                    double o[3] = {v[0], v[1], v[2]};
+                    for (int k = 0; k < 3; k++) v[k] = o[k] + strain[3 * k] * o[0] + strain[3 * k + 1] * o[1] + strain[3 * k + 2] * o[2];
+                }
+                e[sgn] = energy_of(&g, &lj);
+                mdf_frame_free(&g);
+            }
+            double dE = (e[0] - e[1]) / (2 * h);
+            double want = -0.5 * (r.virial[3 * p + q] + r.virial[3 * q + p]);
+            if (fabs(dE - want) > 1e-6 * scale) fail_msg("dE/de_%d%d = %.12g, -W = %.12g", p, q, dE, want);
+        }
+    free(r.forces);
+    mdf_frame_free(&f);
+}
+
+/* A system split over several model tasks (chunks, then a sum) gives the
+ * single-task numbers up to summation order. */
+static void test_chunked_equals_single(void **state)
+{
+    (void)state;
+    mdf_lj_config lj = two_species(0);
+    mdf_frame f = tu_fcc(5, 5, 5, 5.3, 18, 0.1, 0.1, 5);
+    for (int64_t a = 0; a < f.natoms; a += 3) f.numbers[a] = 36;
+    result one = evaluate(&f, &lj, 100000, 1);
+    const int32_t chunks[] = {64, 100, 499};
+    for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
+        result r = evaluate(&f, &lj, chunks[k], 1);
+        assert_true(tu_reldiff(r.energy, one.energy, 1e-30) < 1e-12);
+        for (int q = 0; q < 9; q++) assert_true(fabs(r.virial[q] - one.virial[q]) < 1e-12 * fabs(one.virial[0]));
+        for (int64_t a = 0; a < 3 * f.natoms; a++) assert_true(fabs(r.forces[a] - one.forces[a]) < 1e-13);
+        free(r.forces);
+    }
+    free(one.forces);
+    mdf_frame_free(&f);
+}
+
+/* An element without parameters is refused with its name. */
+static void test_unknown_species(void **state)
+{
+    (void)state;
+    mdf_lj_config lj = tu_argon(7.0, 0);
+    mdf_model *m = NULL;
+    TU_CALL(mdf_model_create_lj, &lj, &m);
+    mdf_frame f = test_systems(1); /* has Kr */
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, &f, 1, NULL, &b);
+    mdf_md_config md;
+    mdf_md_config_init(&md);
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_md_run(b, m, &md, NULL, &err), MDF_ERR_INVALID);
+    assert_non_null(strstr(err.message, "Kr"));
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    mdf_frame_free(&f);
+    mdf_lj_config bad;
+    mdf_lj_config_init(&bad);
+    assert_int_equal(mdf_lj_config_add_species(&bad, 18, 0.01, -1.0, 5.0, &err), MDF_ERR_INVALID);
+}
+
+int main(void)
+{
+    tu_start(NULL, 2, 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dimer),
+        cmocka_unit_test(test_forces_finite_difference),
+        cmocka_unit_test(test_virial),
+        cmocka_unit_test(test_chunked_equals_single),
+        cmocka_unit_test(test_unknown_species),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    tu_stop();
+    return failed ? 1 : 0;
+}
