@@ -153,10 +153,11 @@ static void sb_free(strbuf *b)
  * but 0.1 then prints as 0.10000000000000001). */
 static void format_real(char *buf, size_t size, double x)
 {
-    for (int prec = 15; prec <= 17; prec++) {
+    for (int prec = 15; prec < 17; prec++) {
         snprintf(buf, size, "%.*g", prec, x);
         if (strtod(buf, NULL) == x) return;
     }
+    snprintf(buf, size, "%.17g", x);   /* 17 digits always round-trip */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1063,9 +1064,7 @@ static mdf_status validate_frame(const char *name, size_t fi, const mdf_frame *f
 }
 
 /* Appends s, quoted and escaped when the comment-line scanner would
- * otherwise split or reinterpret it. (An empty value is written as "";
- * ASE 3.22 misreads that when another key follows, so it is rare enough to
- * accept.) */
+ * otherwise split or reinterpret it. */
 static void put_quoted(strbuf *b, const char *s)
 {
     int quote = !s[0] || strpbrk(s, " \t\v\f=\"'{}[]\\") != NULL;
@@ -1116,6 +1115,7 @@ static char *comment_line(const mdf_frame *f)
         put_real(&b, f->energy);
     }
     for (size_t k = 0; k < f->ninfo; k++) {
+        if (!f->info[k].value[0]) continue;
         sb_putc(&b, ' ');
         put_quoted(&b, f->info[k].key);
         sb_putc(&b, '=');
@@ -1127,15 +1127,28 @@ static char *comment_line(const mdf_frame *f)
         sb_putc(&b, f->pbc[i] ? 'T' : 'F');
     }
     sb_putc(&b, '"');
+    /* Empty values go last: ASE 3.22 reads key="" correctly only at the end
+     * of the line (before another pair it swallows that pair, e.g. pbc). */
+    for (size_t k = 0; k < f->ninfo; k++) {
+        if (f->info[k].value[0]) continue;
+        sb_putc(&b, ' ');
+        put_quoted(&b, f->info[k].key);
+        sb_puts(&b, "=\"\"");
+    }
     return sb_take(&b);
 }
 
-static void put_reals(FILE *fp, const double *v, int n)
+/* Appends n reals right-aligned in columns wide enough for most values. */
+static void put_reals(strbuf *b, const double *v, int n)
 {
+    static const char spaces[] = "                      ";   /* 22 */
     char num[40];
     for (int i = 0; i < n; i++) {
         format_real(num, sizeof num, v[i]);
-        fprintf(fp, " %22s", num);
+        size_t len = strlen(num);
+        sb_putc(b, ' ');
+        if (len < sizeof spaces - 1) sb_putn(b, spaces, sizeof spaces - 1 - len);
+        sb_putn(b, num, len);
     }
 }
 
@@ -1156,23 +1169,37 @@ static mdf_status write_frame(FILE *fp, const char *name, size_t fi, const mdf_f
     int rc = fprintf(fp, "%lld\n%s\n", (long long)f->natoms, comment);
     free(comment);
     if (rc < 0) return write_error(name, errno, err);
-    for (int64_t a = 0; a < f->natoms; a++) {
+    /* Each atom line is built in memory and written with one fwrite: far
+     * cheaper than a dozen fprintf calls per atom. */
+    strbuf line;
+    sb_init(&line);
+    mdf_status st = MDF_OK;
+    for (int64_t a = 0; a < f->natoms && st == MDF_OK; a++) {
         size_t i = (size_t)a;
-        fprintf(fp, "%-2s", mdf_element_symbol(f->numbers[i]));
-        put_reals(fp, &f->positions[3 * i], 3);
-        if (f->velocities) put_reals(fp, &f->velocities[3 * i], 3);
-        if (f->forces) put_reals(fp, &f->forces[3 * i], 3);
-        if (f->masses) put_reals(fp, &f->masses[i], 1);
+        const char *sym = mdf_element_symbol(f->numbers[i]);
+        line.len = 0;
+        sb_puts(&line, sym);
+        if (!sym[1]) sb_putc(&line, ' ');
+        put_reals(&line, &f->positions[3 * i], 3);
+        if (f->velocities) put_reals(&line, &f->velocities[3 * i], 3);
+        if (f->forces) put_reals(&line, &f->forces[3 * i], 3);
+        if (f->masses) put_reals(&line, &f->masses[i], 1);
         for (size_t j = 0; j < f->nextra; j++) {
             const mdf_extra_column *c = &f->extra[j];
-            for (int k = 0; k < c->ncols; k++)
-                fprintf(fp, " %s", c->tokens[i * (size_t)c->ncols + (size_t)k]);
+            for (int k = 0; k < c->ncols; k++) {
+                sb_putc(&line, ' ');
+                sb_puts(&line, c->tokens[i * (size_t)c->ncols + (size_t)k]);
+            }
         }
-        if (fputc('\n', fp) == EOF) return write_error(name, errno, err);
-        /* Stop early on a full disk instead of formatting the rest. */
-        if (ferror(fp)) return write_error(name, errno, err);
+        sb_putc(&line, '\n');
+        if (!line.ok)
+            st = mdf_error_set(err, MDF_ERR_NOMEM, "%s: no memory to format frame %zu", name,
+                               fi + 1);
+        else if (fwrite(line.s, 1, line.len, fp) != line.len || ferror(fp))
+            st = write_error(name, errno, err);   /* stop early on a full disk */
     }
-    return MDF_OK;
+    sb_free(&line);
+    return st;
 }
 
 static mdf_status validate_frames(const char *name, const mdf_frame *frames, size_t n,

@@ -1,2 +1,511 @@
+/* mdflow tests — Lennard-Jones energies, forces and virials against LAMMPS.
+ *
+ * Every reference number comes from LAMMPS (`lmp`, units metal, pair_style
+ * lj/cut, pair_modify shift yes|no, one pair_coeff per type pair) run at test
+ * time on the configurations this program generates:
+ *   (a) periodic orthorhombic jittered fcc argon crystals, unshifted;
+ *   (b) periodic triclinic jittered fcc argon crystals (positive and negative
+ *       tilts), shifted;
+ *   (c) two-species Ar + Kr random liquids with explicit per-pair epsilon,
+ *       sigma and cutoff (deliberately not the Lorentz–Berthelot values, so
+ *       mixing instead of the given pair would fail), shifted;
+ *   (d) open clusters (LAMMPS `boundary f f f`, with and without a cell on
+ *       our side) and a slab periodic in x and y only (`boundary p p f`).
+ * Each case packs its frames into one batch and is evaluated with one shard
+ * and with one shard per system. LAMMPS writes forces with %.17g (dump sorted
+ * by id) and prints pe and the pressure tensor with %.17g. Velocities are
+ * zero, so LAMMPS's pressure is the pure virial: P_ab = W_ab / V * nktv2p.
+ * nktv2p (bar per eV/Å³ in metal units) is measured from LAMMPS itself with
+ * a kinetic-only system (P_xx V / (Σ m v_x²) = nktv2p), since LAMMPS's
+ * 1.6021765e6 differs from CODATA's 1.602176634e6 by 1e-8, far above the
+ * 1e-10 this test asks for.
+ *
+ * Tolerances, all 1e-10 relative:
+ *   energy: |ΔE| / |E_lammps|;
+ *   forces: max over atoms and components |ΔF| / max |F_lammps| (a single
+ *           component can be near zero by symmetry, so it is measured against
+ *           the system's force scale);
+ *   virial/pressure: max over the 9 components |ΔP_ab| / max_ab |P_lammps|
+ *           (same reason: off-diagonal components of a near-isotropic crystal
+ *           are small differences of large pair terms).
+ * Both codes sum the same pair terms in double precision, in a different
+ * order (and LAMMPS computes the virial as Σ x·f over owned and ghost atoms),
+ * so agreement is expected at ~1e-14; 1e-10 leaves room for summation order
+ * while any error in the physics (a wrong sign, a missing image, the shift,
+ * a mixed instead of explicit pair, a cutoff off by a pair) shows at 1e-4 or
+ * more. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "testutil.h"
-int main(void) { return TU_SKIP; }
+
+#define TOL 1e-10
+#define MAXF 4
+#define MAXT 3
+
+/* One species pair's parameters, given explicitly to both codes. */
+typedef struct pair_param {
+    int za, zb;
+    double epsilon, sigma, cutoff;
+} pair_param;
+
+/* A test case: species, their pairs, shift, and the frames to compare. */
+typedef struct lj_case {
+    const char *name;
+    int nspecies;
+    int z[MAXT];
+    int npairs;
+    pair_param pairs[MAXT * (MAXT + 1) / 2];
+    int shift;
+    int nframes;
+    mdf_frame frames[MAXF];
+} lj_case;
+
+/* LAMMPS's answer for one frame. */
+typedef struct lmp_ref {
+    double pe;
+    double p[9];      /* pressure tensor, bar (symmetric) */
+    double vol;       /* Å³ */
+    double *forces;   /* natoms*3, eV/Å */
+} lmp_ref;
+
+static char *g_dir;
+static double g_nktv2p;
+static int g_run;
+/* Largest deviations seen over the whole program (for the release note). */
+static double g_max_e, g_max_f, g_max_p;
+
+/* ---- running LAMMPS ----------------------------------------------------- */
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    if (!fp) fail_msg("cannot write %s", path);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* Runs lmp in g_dir on input `in`; on failure, shows LAMMPS's screen output. */
+static void run_lmp(const char *in)
+{
+    char path[1024], cmd[2048];
+    snprintf(path, sizeof path, "%s/in.lmp", g_dir);
+    write_text(path, in);
+    snprintf(cmd, sizeof cmd, "cd '%s' && rm -f results.txt forces.dump && lmp -log none -screen screen.txt -in in.lmp </dev/null >/dev/null 2>&1",
+             g_dir);
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(cmd, sizeof cmd, "tail -n 30 '%s/screen.txt' >&2", g_dir);
+        if (system(cmd) != 0) fprintf(stderr, "(no LAMMPS screen output)\n");
+        fail_msg("lmp failed (status %d) on the input above; see %s", rc, g_dir);
+    }
+}
+
+static int read_doubles(const char *name, double *v, int n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return 0;
+    int k = 0;
+    while (k < n && fscanf(fp, "%lf", &v[k]) == 1) k++;
+    fclose(fp);
+    return k;
+}
+
+/* nktv2p from LAMMPS: two non-interacting atoms with velocities, so the
+ * pressure is purely kinetic: P_xx = nktv2p Σ m v_x² mvv2e / V, and
+ * c_thermo_temp[1] = Σ m v_x² mvv2e. */
+static double measure_nktv2p(void)
+{
+    run_lmp("units metal\natom_style atomic\nboundary p p p\n"
+            "region box block 0 10 0 11 0 12\ncreate_box 1 box\n"
+            "create_atoms 1 single 1 1 1\ncreate_atoms 1 single 5 5 5\nmass 1 39.948\n"
+            "pair_style lj/cut 1.0\npair_coeff 1 1 0.0 1.0\n"
+            "velocity all set 1.5 -0.5 0.25\n"
+            "thermo_style custom step pxx vol c_thermo_temp[1]\nrun 0\n"
+            "print \"$(pxx:%.17g) $(vol:%.17g) $(c_thermo_temp[1]:%.17g)\" file results.txt\n");
+    double v[3];
+    if (read_doubles("results.txt", v, 3) != 3) fail_msg("LAMMPS calibration printed no results");
+    return v[0] * v[1] / v[2];
+}
+
+static int type_of(const lj_case *c, int z)
+{
+    for (int t = 0; t < c->nspecies; t++)
+        if (c->z[t] == z) return t + 1;
+    fail_msg("element %d is not a species of case %s", z, c->name);
+    return 0;
+}
+
+/* Writes the LAMMPS data file and input for frame f of case c, runs it and
+ * reads back pe, the pressure tensor, the volume and the forces by id. */
+static void lammps_reference(const lj_case *c, const mdf_frame *f, lmp_ref *ref)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/data.lmp", g_dir);
+    FILE *fp = fopen(path, "w");
+    if (!fp) fail_msg("cannot write %s", path);
+    fprintf(fp, "mdflow test configuration\n\n%lld atoms\n%d atom types\n\n", (long long)f->natoms,
+            c->nspecies);
+    /* Box: our cell when a direction is periodic (tu_fcc and the random
+     * cells are already in LAMMPS's restricted triclinic form: a along x, b
+     * in the xy plane); the atoms' extent plus a margin along open ones. */
+    double lo[3], hi[3];
+    for (int d = 0; d < 3; d++) {
+        lo[d] = INFINITY;
+        hi[d] = -INFINITY;
+        for (int64_t i = 0; i < f->natoms; i++) {
+            lo[d] = fmin(lo[d], f->positions[3 * i + d]);
+            hi[d] = fmax(hi[d], f->positions[3 * i + d]);
+        }
+    }
+    double box_lo[3], box_hi[3], tilt[3] = {0, 0, 0};
+    int periodic = f->pbc[0] || f->pbc[1] || f->pbc[2];
+    if (periodic) {
+        assert_true(f->cell[1] == 0.0 && f->cell[2] == 0.0 && f->cell[5] == 0.0);
+        tilt[0] = f->cell[3];
+        tilt[1] = f->cell[6];
+        tilt[2] = f->cell[7];
+    }
+    for (int d = 0; d < 3; d++) {
+        if (f->pbc[d]) {
+            box_lo[d] = 0.0;
+            box_hi[d] = f->cell[4 * d];
+        } else {
+            box_lo[d] = lo[d] - 10.0;
+            box_hi[d] = hi[d] + 10.0;
+        }
+    }
+    for (int d = 0; d < 3; d++)
+        fprintf(fp, "%.17g %.17g %clo %chi\n", box_lo[d], box_hi[d], 'x' + d, 'x' + d);
+    if (tilt[0] != 0.0 || tilt[1] != 0.0 || tilt[2] != 0.0)
+        fprintf(fp, "%.17g %.17g %.17g xy xz yz\n", tilt[0], tilt[1], tilt[2]);
+    fprintf(fp, "\nMasses\n\n");
+    for (int t = 0; t < c->nspecies; t++) fprintf(fp, "%d %.17g\n", t + 1, mdf_element_mass(c->z[t]));
+    fprintf(fp, "\nAtoms # atomic\n\n");
+    for (int64_t i = 0; i < f->natoms; i++)
+        fprintf(fp, "%lld %d %.17g %.17g %.17g\n", (long long)(i + 1), type_of(c, f->numbers[i]),
+                f->positions[3 * i], f->positions[3 * i + 1], f->positions[3 * i + 2]);
+    fclose(fp);
+
+    double rcmax = 0.0;
+    for (int k = 0; k < c->npairs; k++) rcmax = fmax(rcmax, c->pairs[k].cutoff);
+    char in[8192];
+    int n = snprintf(in, sizeof in,
+                     "units metal\natom_style atomic\nboundary %c %c %c\nread_data data.lmp\n"
+                     "pair_style lj/cut %.17g\npair_modify shift %s\n",
+                     f->pbc[0] ? 'p' : 'f', f->pbc[1] ? 'p' : 'f', f->pbc[2] ? 'p' : 'f', rcmax,
+                     c->shift ? "yes" : "no");
+    for (int k = 0; k < c->npairs; k++) {
+        int ta = type_of(c, c->pairs[k].za), tb = type_of(c, c->pairs[k].zb);
+        if (ta > tb) {
+            int t = ta;
+            ta = tb;
+            tb = t;
+        }
+        n += snprintf(in + n, sizeof in - (size_t)n, "pair_coeff %d %d %.17g %.17g %.17g\n", ta, tb,
+                      c->pairs[k].epsilon, c->pairs[k].sigma, c->pairs[k].cutoff);
+    }
+    snprintf(in + n, sizeof in - (size_t)n,
+             "velocity all set 0.0 0.0 0.0\n"
+             "dump f all custom 1 forces.dump id fx fy fz\n"
+             "dump_modify f sort id format float %%.17g\n"
+             "thermo_style custom step pe pxx pyy pzz pxy pxz pyz vol\n"
+             "run 0\n"
+             "print \"$(pe:%%.17g) $(pxx:%%.17g) $(pyy:%%.17g) $(pzz:%%.17g) $(pxy:%%.17g) "
+             "$(pxz:%%.17g) $(pyz:%%.17g) $(vol:%%.17g) $(atoms)\" file results.txt\n");
+    run_lmp(in);
+
+    double v[9];
+    if (read_doubles("results.txt", v, 9) != 9) fail_msg("LAMMPS printed no results for case %s", c->name);
+    if ((int64_t)v[8] != f->natoms)
+        fail_msg("LAMMPS kept %g of %lld atoms (case %s): atoms outside the box?", v[8],
+                 (long long)f->natoms, c->name);
+    ref->pe = v[0];
+    double p[9] = {v[1], v[4], v[5], v[4], v[2], v[6], v[5], v[6], v[3]};
+    memcpy(ref->p, p, sizeof p);
+    ref->vol = v[7];
+
+    snprintf(path, sizeof path, "%s/forces.dump", g_dir);
+    fp = fopen(path, "r");
+    if (!fp) fail_msg("LAMMPS wrote no forces dump");
+    char line[512];
+    int in_atoms = 0;
+    int64_t got = 0;
+    ref->forces = calloc((size_t)f->natoms * 3, sizeof(double));
+    while (fgets(line, sizeof line, fp)) {
+        if (!in_atoms) {
+            in_atoms = strncmp(line, "ITEM: ATOMS id fx fy fz", 23) == 0;
+            continue;
+        }
+        long long id;
+        double fx, fy, fz;
+        if (sscanf(line, "%lld %lf %lf %lf", &id, &fx, &fy, &fz) != 4) break;
+        assert_true(id >= 1 && id <= f->natoms);
+        ref->forces[3 * (id - 1)] = fx;
+        ref->forces[3 * (id - 1) + 1] = fy;
+        ref->forces[3 * (id - 1) + 2] = fz;
+        got++;
+    }
+    fclose(fp);
+    if (got != f->natoms) fail_msg("LAMMPS dump holds %lld of %lld atoms", (long long)got, (long long)f->natoms);
+}
+
+/* ---- comparing ---------------------------------------------------------- */
+
+static mdf_lj_config case_config(const lj_case *c)
+{
+    mdf_lj_config cfg;
+    mdf_lj_config_init(&cfg);
+    for (int t = 0; t < c->nspecies; t++) {
+        int found = 0;
+        for (int k = 0; k < c->npairs; k++) {
+            const pair_param *p = &c->pairs[k];
+            if (p->za == c->z[t] && p->zb == c->z[t]) {
+                TU_CALL(mdf_lj_config_add_species, &cfg, p->za, p->epsilon, p->sigma, p->cutoff);
+                found = 1;
+            }
+        }
+        assert_true(found);
+    }
+    for (int k = 0; k < c->npairs; k++) {
+        const pair_param *p = &c->pairs[k];
+        if (p->za != p->zb)
+            TU_CALL(mdf_lj_config_set_pair, &cfg, p->za, p->zb, p->epsilon, p->sigma, p->cutoff);
+    }
+    cfg.shift = c->shift;
+    return cfg;
+}
+
+static double max_abs(const double *v, size_t n)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs(v[i]));
+    return m;
+}
+
+/* Evaluates case c's frames in one batch of nshards shards and compares every
+ * system with LAMMPS. */
+static void compare_case(lj_case *c, const lmp_ref *refs, int nshards)
+{
+    mdf_lj_config cfg = case_config(c);
+    mdf_model *m = NULL;
+    TU_CALL(mdf_model_create_lj, &cfg, &m);
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    bc.nshards = nshards;
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, c->frames, (size_t)c->nframes, &bc, &b);
+    assert_int_equal(mdf_batch_nshards(b), nshards);
+    TU_CALL(mdf_compute_forces, b, m);
+
+    for (int s = 0; s < c->nframes; s++) {
+        const mdf_frame *f = &c->frames[s];
+        const lmp_ref *r = &refs[s];
+        mdf_system_view v;
+        TU_CALL(mdf_batch_get_system, b, (size_t)s, &v);
+        mdf_frame out;
+        memset(&out, 0, sizeof out);
+        TU_CALL(mdf_batch_get_frame, b, (size_t)s, &out);
+        assert_int_equal(out.natoms, f->natoms);
+        assert_non_null(out.forces);
+
+        double de = tu_reldiff(v.potential_energy, r->pe, 0.0);
+
+        double fscale = max_abs(r->forces, (size_t)f->natoms * 3), df = 0.0;
+        for (int64_t i = 0; i < 3 * f->natoms; i++) df = fmax(df, fabs(out.forces[i] - r->forces[i]));
+        df /= fscale;
+
+        /* Ours: P_ab = W_ab / V (the virial part of LAMMPS's pressure, in
+         * eV/Å³), V our cell's volume when periodic; for open systems the
+         * volume is LAMMPS's box, so the comparison is of the virials. */
+        int periodic = f->pbc[0] || f->pbc[1] || f->pbc[2];
+        double vol = r->vol;
+        if (periodic && f->pbc[0] && f->pbc[1] && f->pbc[2]) {
+            const double *h = v.cell;
+            vol = fabs(h[0] * (h[4] * h[8] - h[5] * h[7]) - h[1] * (h[3] * h[8] - h[5] * h[6]) +
+                       h[2] * (h[3] * h[7] - h[4] * h[6]));
+            assert_true(tu_reldiff(vol, r->vol, 0.0) < 1e-13);
+        }
+        double pours[9], plmp[9];
+        for (int k = 0; k < 9; k++) {
+            pours[k] = v.virial[k] / vol;
+            plmp[k] = r->p[k] / g_nktv2p;
+        }
+        double pscale = max_abs(plmp, 9), dp = 0.0;
+        for (int k = 0; k < 9; k++) dp = fmax(dp, fabs(pours[k] - plmp[k]));
+        dp /= pscale;
+
+        printf("  %-10s shards %d system %d (%4lld atoms): E %.10f eV dE %.2e | max|F| %.4f dF %.2e | "
+               "max|P| %.3e eV/A^3 dP %.2e\n",
+               c->name, nshards, s, (long long)f->natoms, r->pe, de, fscale, df, pscale, dp);
+        g_max_e = fmax(g_max_e, de);
+        g_max_f = fmax(g_max_f, df);
+        g_max_p = fmax(g_max_p, dp);
+        if (!(de <= TOL))
+            fail_msg("%s system %d: energy %.17g eV, LAMMPS %.17g eV (rel %.3e > %.0e)", c->name, s,
+                     v.potential_energy, r->pe, de, TOL);
+        if (!(df <= TOL)) fail_msg("%s system %d: forces differ from LAMMPS by %.3e relative", c->name, s, df);
+        if (!(dp <= TOL)) {
+            for (int k = 0; k < 9; k++)
+                fprintf(stderr, "  P[%d] ours %.17g LAMMPS %.17g eV/A^3\n", k, pours[k], plmp[k]);
+            fail_msg("%s system %d: pressure tensor differs from LAMMPS by %.3e relative", c->name, s, dp);
+        }
+        mdf_frame_free(&out);
+    }
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+}
+
+static void run_case(lj_case *c)
+{
+    if (!(g_nktv2p > 0.0)) g_nktv2p = measure_nktv2p();
+    lmp_ref refs[MAXF];
+    for (int s = 0; s < c->nframes; s++) lammps_reference(c, &c->frames[s], &refs[s]);
+    compare_case(c, refs, 1);
+    if (c->nframes > 1) compare_case(c, refs, c->nframes);
+    if (c->nframes > 2) compare_case(c, refs, 2);
+    for (int s = 0; s < c->nframes; s++) {
+        free(refs[s].forces);
+        mdf_frame_free(&c->frames[s]);
+    }
+    g_run++;
+}
+
+static void add_pair(lj_case *c, int za, int zb, double eps, double sig, double rc)
+{
+    c->pairs[c->npairs++] = (pair_param){za, zb, eps, sig, rc};
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+static void argon_case(lj_case *c, const char *name, double rc, int shift)
+{
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    c->nspecies = 1;
+    c->z[0] = 18;
+    add_pair(c, 18, 18, 0.0104, 3.40, rc);
+    c->shift = shift;
+}
+
+/* (a) orthorhombic fcc crystals, compressed, near and above equilibrium so
+ * the pressure takes both signs; cutoff 7.5 Å (2.2 σ), no shift. */
+static void test_orthorhombic(void **state)
+{
+    (void)state;
+    lj_case c;
+    argon_case(&c, "ortho", 7.5, 0);
+    c.frames[c.nframes++] = tu_fcc(3, 3, 3, 5.20, 18, 0.0, 0.10, 101);
+    c.frames[c.nframes++] = tu_fcc(3, 3, 3, 5.30, 18, 0.0, 0.15, 102);
+    c.frames[c.nframes++] = tu_fcc(4, 3, 3, 5.45, 18, 0.0, 0.20, 103);
+    run_case(&c);
+}
+
+/* (b) triclinic fcc crystals: tu_fcc's cell rows are (lx,0,0), (xy,ly,0),
+ * (xz,yz,lz), LAMMPS's restricted form; tilts of both signs. */
+static void test_triclinic(void **state)
+{
+    (void)state;
+    lj_case c;
+    argon_case(&c, "triclinic", 6.8, 1);
+    c.frames[c.nframes++] = tu_fcc(3, 3, 3, 5.26, 18, 0.15, 0.10, 201);
+    c.frames[c.nframes++] = tu_fcc(3, 3, 3, 5.30, 18, -0.25, 0.12, 202);
+    c.frames[c.nframes++] = tu_fcc(4, 3, 3, 5.22, 18, 0.30, 0.08, 203);
+    for (int s = 0; s < c.nframes; s++) {
+        const double *h = c.frames[s].cell;
+        assert_true(h[1] == 0.0 && h[2] == 0.0 && h[5] == 0.0);
+        assert_true(h[3] != 0.0 && h[6] != 0.0 && h[7] != 0.0);
+    }
+    run_case(&c);
+}
+
+/* (c) Ar + Kr random liquids; the Ar–Kr pair is given explicitly with
+ * values away from Lorentz–Berthelot (ε 0.0120, σ 3.525), each pair with its
+ * own cutoff; shift on. Orthorhombic and triclinic cells. */
+static void test_two_species(void **state)
+{
+    (void)state;
+    lj_case c;
+    memset(&c, 0, sizeof c);
+    c.name = "ArKr";
+    c.nspecies = 2;
+    c.z[0] = 18;
+    c.z[1] = 36;
+    add_pair(&c, 18, 18, 0.0104, 3.40, 7.0);
+    add_pair(&c, 36, 36, 0.0140, 3.65, 8.0);
+    add_pair(&c, 18, 36, 0.0131, 3.47, 7.6);
+    c.shift = 1;
+    const int zs2[2] = {18, 36}, zs3[3] = {18, 36, 18};
+    const int pbc[3] = {1, 1, 1};
+    const double cube[9] = {17.0, 0, 0, 0, 17.0, 0, 0, 0, 17.0};
+    const double ortho[9] = {17.5, 0, 0, 0, 18.0, 0, 0, 0, 19.0};
+    const double tri[9] = {18.0, 0, 0, 1.7, 18.5, 0, -2.1, 1.3, 18.2};
+    c.frames[c.nframes++] = tu_random(100, cube, pbc, 3.0, zs2, 2, 301);
+    c.frames[c.nframes++] = tu_random(110, ortho, pbc, 3.0, zs3, 3, 302);
+    c.frames[c.nframes++] = tu_random(120, tri, pbc, 3.0, zs2, 2, 303);
+    run_case(&c);
+}
+
+/* (d) open clusters: random atoms in a cell that is not periodic, an fcc
+ * piece without any cell, and a slab periodic along x and y only. */
+static void test_open(void **state)
+{
+    (void)state;
+    lj_case c;
+    argon_case(&c, "open", 8.5, 0);
+    const int zs[1] = {18};
+    const int open[3] = {0, 0, 0}, slab[3] = {1, 1, 0};
+    const double box[9] = {13.0, 0, 0, 0, 14.0, 0, 0, 0, 15.0};
+    c.frames[c.nframes++] = tu_random(40, box, open, 3.1, zs, 1, 401);
+    mdf_frame piece = tu_fcc(2, 2, 2, 5.26, 18, 0.0, 0.15, 402);
+    memset(piece.cell, 0, sizeof piece.cell);
+    piece.has_cell = 0;
+    piece.pbc[0] = piece.pbc[1] = piece.pbc[2] = 0;
+    c.frames[c.nframes++] = piece;
+    const double slab_cell[9] = {18.0, 0, 0, 0, 18.5, 0, 0, 0, 12.0};
+    c.frames[c.nframes++] = tu_random(60, slab_cell, slab, 3.1, zs, 1, 403);
+    run_case(&c);
+}
+
+/* LAMMPS's nktv2p must be what its source says for metal units
+ * (src/update.cpp: force->nktv2p = 1.6021765e6); this also shows the
+ * conversion is not CODATA's. */
+static void test_nktv2p(void **state)
+{
+    (void)state;
+    g_nktv2p = measure_nktv2p();
+    printf("  LAMMPS nktv2p (metal) measured: %.17g bar per eV/A^3\n", g_nktv2p);
+    assert_true(fabs(g_nktv2p / 1.6021765e6 - 1.0) < 1e-12);
+}
+
+int main(void)
+{
+    if (!tu_have("lmp")) {
+        fprintf(stderr, "lmp (LAMMPS) not found: skipping\n");
+        return TU_SKIP;
+    }
+    g_dir = tu_tmpdir();
+    tu_start(NULL, 2, 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nktv2p),
+        cmocka_unit_test(test_orthorhombic),
+        cmocka_unit_test(test_triclinic),
+        cmocka_unit_test(test_two_species),
+        cmocka_unit_test(test_open),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    printf("max relative deviations from LAMMPS over %d cases: energy %.2e, forces %.2e, pressure %.2e\n",
+           g_run, g_max_e, g_max_f, g_max_p);
+    tu_stop();
+    if (rc == 0) {
+        char cmd[1100];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    }
+    free(g_dir);
+    return rc;
+}

@@ -52,8 +52,8 @@ mdf_status cli_lj_species(const char *text, mdf_lj_config *cfg, mdf_error *err)
     if (split_fields(copy, f, 4) != 4)
         return mdf_error_set(err, MDF_ERR_INVALID,
                              "--lj-species '%s': expected SYMBOL:EPSILON:SIGMA:CUTOFF, e.g. Ar:0.0104:3.4:8.5", text);
-    int z;
-    double e, s, rc;
+    int z = 0;
+    double e = 0.0, s = 0.0, rc = 0.0;
     mdf_status st = element(f[0], &z, err);
     if (st == MDF_OK) st = cli_double("--lj-species epsilon", f[1], &e, err);
     if (st == MDF_OK) st = cli_double("--lj-species sigma", f[2], &s, err);
@@ -69,8 +69,8 @@ mdf_status cli_lj_pair(const char *text, mdf_lj_config *cfg, mdf_error *err)
     if (split_fields(copy, f, 5) != 5)
         return mdf_error_set(err, MDF_ERR_INVALID,
                              "--lj-pair '%s': expected A:B:EPSILON:SIGMA:CUTOFF, e.g. Ar:Kr:0.0140:3.5:8.5", text);
-    int za, zb;
-    double e, s, rc;
+    int za = 0, zb = 0;
+    double e = 0.0, s = 0.0, rc = 0.0;
     mdf_status st = element(f[0], &za, err);
     if (st == MDF_OK) st = element(f[1], &zb, err);
     if (st == MDF_OK) st = cli_double("--lj-pair epsilon", f[2], &e, err);
