@@ -236,7 +236,7 @@ static mdf_status submitted(int ret, const char *what, int shard, mdf_error *err
                          shard, ret);
 }
 
-mdf_status mdf_compute_submit(mdf_compute *c, int k, mdf_error *err)
+mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
 {
     const mdf_shard *sh = &c->b->shards[k];
     shard_ws *w = &c->ws[k];
@@ -254,11 +254,13 @@ mdf_status mdf_compute_submit(mdf_compute *c, int k, mdf_error *err)
     for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
         mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
                             .bins = w->bins, .forces = split ? w->fparts[q] : sh->force,
-                            .results = split ? w->rparts[q] : sh->res, .chunk = w->chunks[q]};
+                            .results = split ? w->rparts[q] : sh->res, .chunk = w->chunks[q],
+                            .flags = flags};
         st = submitted(c->m->ops->insert(c->m, &t), "the model", k, err);
     }
     if (st == MDF_OK && split) {
-        mdf_reduce_args r = {.work = sh->natoms, .natoms = sh->natoms, .nsys = sh->nsys, .nchunks = w->nchunks};
+        mdf_reduce_args r = {.work = sh->natoms, .natoms = sh->natoms, .nsys = sh->nsys, .nchunks = w->nchunks,
+                             .want_virial = (flags & MDF_COMPUTE_VIRIAL) != 0};
         memcpy(r.chunks, w->chunks, sizeof(mdf_chunk) * (size_t)w->nchunks);
         st = submitted(mdf_insert_reduce(w->fparts, w->rparts, sh->force, sh->res, &r), "the chunk sum", k, err);
     }

@@ -25,8 +25,8 @@ void mdf_compute_config_init(mdf_compute_config *cfg);
 mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_config *cfg,
                               mdf_compute **out, mdf_error *err);
 void mdf_compute_destroy(mdf_compute *c);
-/* Submits one model evaluation of shard k. */
-mdf_status mdf_compute_submit(mdf_compute *c, int k, mdf_error *err);
+/* Submits one model evaluation of shard k; flags: MDF_COMPUTE_*. */
+mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err);
 /* Model evaluations submitted so far (per shard, identical across shards). */
 int64_t mdf_compute_evaluations(const mdf_compute *c);
 

@@ -8,9 +8,13 @@
 #include "../codelets/common/mdf_kernel_common.h"
 
 /* The handles one model task works on (see codelets/lj/lj_codelet.h). */
+/* What a model evaluation must produce beyond energies and forces. */
+#define MDF_COMPUTE_VIRIAL 1
+
 typedef struct mdf_model_task {
     starpu_data_handle_t pos, atoms, sys, list, bins, forces, results;
     mdf_chunk chunk;
+    int flags;             /* MDF_COMPUTE_* */
 } mdf_model_task;
 
 typedef struct mdf_model_ops {

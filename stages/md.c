@@ -59,13 +59,13 @@ static mdf_status submit_kinetic(mdf_batch *b, mdf_error *err)
 }
 
 static mdf_status submit_step(mdf_batch *b, mdf_compute *c, const mdf_integrator_ops *integ, double dt,
-                              int32_t status, mdf_error *err)
+                              int32_t status, int flags, mdf_error *err)
 {
     for (int k = 0; k < b->nshards; k++) {
         const mdf_shard *sh = &b->shards[k];
         int ret = integ->pre_update(sh, dt, status);
         if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s pre_update (%d)", integ->name, ret);
-        mdf_status st = mdf_compute_submit(c, k, err);
+        mdf_status st = mdf_compute_submit(c, k, flags, err);
         if (st != MDF_OK) return st;
         ret = integ->post_update(sh, dt, status);
         if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s post_update (%d)", integ->name, ret);
@@ -76,7 +76,7 @@ static mdf_status submit_step(mdf_batch *b, mdf_compute *c, const mdf_integrator
 static mdf_status evaluate_all(mdf_batch *b, mdf_compute *c, mdf_error *err)
 {
     mdf_status st = MDF_OK;
-    for (int k = 0; st == MDF_OK && k < b->nshards; k++) st = mdf_compute_submit(c, k, err);
+    for (int k = 0; st == MDF_OK && k < b->nshards; k++) st = mdf_compute_submit(c, k, MDF_COMPUTE_VIRIAL, err);
     return st;
 }
 
@@ -127,8 +127,11 @@ mdf_status mdf_md_run(mdf_batch *b, mdf_model *m, const mdf_md_config *cfg, mdf_
     unsigned tasks_per_step = 0;
     for (int64_t step = 1; st == MDF_OK && step <= cfg->steps; step++) {
         int before = starpu_task_nsubmitted();
-        st = submit_step(b, c, integ, dt, cfg->status, err);
-        if (st == MDF_OK && logging && step % cfg->thermo_every == 0) st = mdf_thermo_submit(thermo, b, err);
+        /* The virial only where someone reads it: logged steps and the last. */
+        int logged = logging && step % cfg->thermo_every == 0;
+        int flags = logged || step == cfg->steps ? MDF_COMPUTE_VIRIAL : 0;
+        st = submit_step(b, c, integ, dt, cfg->status, flags, err);
+        if (st == MDF_OK && logged) st = mdf_thermo_submit(thermo, b, err);
         if (tasks_per_step == 0) tasks_per_step = (unsigned)(starpu_task_nsubmitted() - before + 1);
         /* Keep at most `window` steps in flight: waits only for old tasks. */
         if (st == MDF_OK) starpu_task_wait_for_n_submitted((unsigned)cfg->window * tasks_per_step);

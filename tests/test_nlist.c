@@ -64,7 +64,7 @@ static void check_case(const nl_case *c, int32_t slots, uint64_t seed)
     for (int32_t i = 0; i < si.natoms; i++) {
         int32_t up, down;
         uint32_t *mine = list + (size_t)i * (size_t)slots;
-        int32_t count = mdf_nl_build_atom(i, f.positions, &si, &v.grid[0], v.cell_start, v.sorted, v.cell_of,
+        int32_t count = mdf_nl_build_atom(i, f.positions, v.offset, &si, &v.grid[0], v.cell_start, v.sorted, v.cell_of,
                                           c->r_list * c->r_list, slots, mine, &up, &down);
         assert_int_equal(count, up + down);
         int32_t want = 0, want_up = 0;
@@ -88,7 +88,8 @@ static void check_case(const nl_case *c, int32_t slots, uint64_t seed)
             double sh[3], d2 = 0.0;
             mdf_nl_image_shift(e & MDF_NL_IMAGE_MASK, si.cell, sh);
             for (int q = 0; q < 3; q++) {
-                double d = f.positions[3 * j + q] + sh[q] - f.positions[3 * i + q];
+                double d = f.positions[3 * j + q] + v.offset[3 * j + q] + sh[q] - f.positions[3 * i + q] -
+                           v.offset[3 * i + q];
                 d2 += d * d;
             }
             double brute = brute_distance(f.positions + 3 * i, f.positions + 3 * j, si.cell, c->pbc);
@@ -96,6 +97,47 @@ static void check_case(const nl_case *c, int32_t slots, uint64_t seed)
             assert_true((j > i) == (k < up));
         }
     }
+    /* The CPU codelet (cell-by-cell sweep) must find the same sets. */
+    size_t lbytes = mdf_nl_list_bytes(si.natoms, slots);
+    void *lblob = calloc(1, lbytes);
+    mdf_nl_list_head *lh = (mdf_nl_list_head *)lblob;
+    lh->natoms = si.natoms;
+    lh->slots = slots;
+    v.grid[0].rebuilt = 1;
+    struct starpu_vector_interface ifaces[5];
+    memset(ifaces, 0, sizeof ifaces);
+    ifaces[0].ptr = (uintptr_t)f.positions;
+    ifaces[2].ptr = (uintptr_t)&si;
+    ifaces[3].ptr = (uintptr_t)blob;
+    ifaces[4].ptr = (uintptr_t)lblob;
+    void *buffers[5] = {&ifaces[0], &ifaces[1], &ifaces[2], &ifaces[3], &ifaces[4]};
+    mdf_nl_build_args args = {.work = 0, .r_list2 = c->r_list * c->r_list,
+                              .chunk = {.atom_begin = 0, .atom_end = si.natoms, .sys_begin = 0, .sys_end = 1,
+                                        .touch_begin = 0, .touch_end = si.natoms}};
+    mdf_nl_build_cpu(buffers, &args);
+    mdf_nl_list_view lv = mdf_nl_list_map(lblob);
+    int32_t overflowed = 0;
+    for (int32_t i = 0; i < si.natoms; i++) {
+        const uint32_t *a = list + (size_t)i * (size_t)slots, *b = lv.slots + (size_t)i * (size_t)slots;
+        int32_t up = lv.n_up[i], down = lv.n_down[i];
+        int32_t wup = 0, wdown = 0;
+        uint32_t *tmp = calloc((size_t)slots, sizeof *tmp);
+        mdf_nl_build_atom(i, f.positions, v.offset, &si, &v.grid[0], v.cell_start, v.sorted, v.cell_of,
+                          c->r_list * c->r_list, slots, tmp, &wup, &wdown);
+        free(tmp);
+        if (up != wup || down != wdown)
+            fail_msg("%s: codelet gives atom %d %d+%d neighbours, kernel %d+%d", c->name, i, up, down, wup, wdown);
+        overflowed += up + down > slots;
+        if (up + down > slots) continue;
+        for (int32_t k = 0; k < up + down; k++) {
+            uint32_t e = k < up ? b[k] : b[slots - 1 - (k - up)];
+            int found = 0;
+            for (int32_t q = 0; q < up + down && !found; q++) found = (q < up ? a[q] : a[slots - 1 - (q - up)]) == e;
+            if (!found) fail_msg("%s: codelet entry %u of atom %d not in the kernel's list", c->name, e, i);
+        }
+    }
+    assert_int_equal(lh->overflowed, overflowed);
+    free(lblob);
     free(expected);
     free(list);
     free(blob);
@@ -140,7 +182,7 @@ static void move_atom(mdf_batch *b, size_t system, int atom, double dx)
 
 static void evaluate(mdf_compute *c, mdf_batch *b)
 {
-    for (int k = 0; k < mdf_batch_nshards(b); k++) TU_CALL(mdf_compute_submit, c, k);
+    for (int k = 0; k < mdf_batch_nshards(b); k++) TU_CALL(mdf_compute_submit, c, k, 0);
     starpu_task_wait_for_all();
 }
 

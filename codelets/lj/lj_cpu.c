@@ -9,8 +9,8 @@ typedef struct lj_acc {
     double w[9];
 } lj_acc;
 
-static void lj_add_pair(const mdf_lj_params *p, int ti, int tj, const double d[3], double *fi,
-                        double *fj, lj_acc *acc)
+static inline void lj_add_pair(const mdf_lj_params *p, int ti, int tj, const double d[3], double *fi,
+                               double *fj, lj_acc *acc, int virial)
 {
     double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
     if (r2 >= p->rc2[ti][tj]) return;
@@ -20,10 +20,11 @@ static void lj_add_pair(const mdf_lj_params *p, int ti, int tj, const double d[3
         fi[k] -= d[k] * fpair;
         fj[k] += d[k] * fpair;
     }
-    mdf_lj_add_virial(acc->w, d, fpair, 1.0);
+    if (virial) mdf_lj_add_virial(acc->w, d, fpair, 1.0);
 }
 
-/* Atom i with more neighbours than list slots: walk its cells directly. */
+/* Atom i with more neighbours than list slots: walk its cells directly,
+ * with the wrapped positions of the last build. */
 static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_atom_info *atoms,
                                const mdf_sys_info *s, int32_t sidx, const mdf_nl_bins_view *v,
                                const mdf_lj_params *p, lj_acc *acc)
@@ -31,20 +32,42 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
     const mdf_nl_grid *g = &v->grid[sidx];
     const int32_t *cs = v->cell_start + s->atom_start + sidx;
     int ti = p->type_of_z[atoms[i].z];
+    double xi[3];
+    mdf_nl_wrapped(x, v->offset, i, xi);
     mdf_nl_walk w;
     mdf_nl_walk_begin(&w, g, v->cell_of[i]);
     int32_t j;
     while (mdf_nl_walk_next(&w, g, cs, v->sorted, &j)) {
         if (j <= i) continue;
-        double d[3];
-        mdf_nl_min_image(x + 3 * i, x + 3 * j, s, d);
-        lj_add_pair(p, ti, p->type_of_z[atoms[j].z], d, f + 3 * i, f + 3 * j, acc);
+        double xj[3], d[3];
+        mdf_nl_wrapped(x, v->offset, j, xj);
+        mdf_nl_min_image(xi, xj, s, d);
+        lj_add_pair(p, ti, p->type_of_z[atoms[j].z], d, f + 3 * i, f + 3 * j, acc, 1);
     }
+}
+
+/* The half-list loop of atom i. With a single species the coefficients are
+ * loop constants, which the compiler keeps in registers. */
+static inline void lj_atom_list(int32_t i, int single, int virial, const double *x, const double *o, double *f,
+                                const mdf_atom_info *atoms, const uint32_t *nb, int32_t n,
+                                const double (*shift)[3], const mdf_lj_params *p, lj_acc *acc)
+{
+    double xi[3] = {x[3 * i] + o[3 * i], x[3 * i + 1] + o[3 * i + 1], x[3 * i + 2] + o[3 * i + 2]};
+    int ti = single ? 0 : p->type_of_z[atoms[i].z];
+    double fi[3] = {0.0, 0.0, 0.0};
+    for (int32_t k = 0; k < n; k++) {
+        int32_t j = (int32_t)(nb[k] >> MDF_NL_IMAGE_BITS);
+        const double *sh = shift[nb[k] & MDF_NL_IMAGE_MASK];
+        double d[3] = {x[3 * j] + o[3 * j] + sh[0] - xi[0], x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1],
+                       x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2]};
+        lj_add_pair(p, ti, single ? 0 : p->type_of_z[atoms[j].z], d, fi, f + 3 * j, acc, virial);
+    }
+    for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
 }
 
 static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
-                      const mdf_nl_bins_view *v, const mdf_lj_params *p, mdf_sys_result *r)
+                      const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, mdf_sys_result *r)
 {
     double shift[27][3];
     for (uint32_t code = 0; code < 27; code++) mdf_nl_image_shift(code, s->cell, shift[code]);
@@ -52,29 +75,21 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
     int32_t i1 = s->atom_start + s->natoms;
     if (i1 > c->atom_end) i1 = c->atom_end;
     int32_t M = l->head->slots;
+    int single = p->ntypes == 1;
     lj_acc acc;
     memset(&acc, 0, sizeof acc);
     for (int32_t i = i0; i < i1; i++) {
         int32_t li = i - c->atom_begin;
-        if (l->n_up[li] + l->n_down[li] > M) {
-            lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc);
-            continue;
-        }
         const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
-        const double *xi = x + 3 * i;
-        int ti = p->type_of_z[atoms[i].z];
-        double fi[3] = {0.0, 0.0, 0.0};
-        for (int32_t k = 0; k < l->n_up[li]; k++) {
-            int32_t j = (int32_t)(nb[k] >> MDF_NL_IMAGE_BITS);
-            const double *sh = shift[nb[k] & MDF_NL_IMAGE_MASK];
-            double d[3] = {x[3 * j] + sh[0] - xi[0], x[3 * j + 1] + sh[1] - xi[1],
-                           x[3 * j + 2] + sh[2] - xi[2]};
-            lj_add_pair(p, ti, p->type_of_z[atoms[j].z], d, fi, f + 3 * j, &acc);
-        }
-        for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
+        if (l->n_up[li] + l->n_down[li] > M) lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc);
+        /* Constant flags: the compiler specialises each call. */
+        else if (single && !virial) lj_atom_list(i, 1, 0, x, v->offset, f, atoms, nb, l->n_up[li], shift, p, &acc);
+        else if (single) lj_atom_list(i, 1, 1, x, v->offset, f, atoms, nb, l->n_up[li], shift, p, &acc);
+        else lj_atom_list(i, 0, 1, x, v->offset, f, atoms, nb, l->n_up[li], shift, p, &acc);
     }
     r->energy += acc.e;
-    for (int k = 0; k < 9; k++) r->virial[k] += acc.w[k];
+    if (virial)
+        for (int k = 0; k < 9; k++) r->virial[k] += acc.w[k];
 }
 
 void mdf_lj_cpu(void *buffers[], void *cl_arg)
@@ -92,7 +107,7 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     memset(f + 3 * (size_t)c->touch_begin, 0, sizeof(double) * 3 * (size_t)(c->touch_end - c->touch_begin));
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         res[s].energy = 0.0;
-        memset(res[s].virial, 0, sizeof res[s].virial);
-        lj_system(s, c, x, f, atoms, &sys[s], &l, &v, p, &res[s]);
+        if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);
+        lj_system(s, c, x, f, atoms, &sys[s], &l, &v, p, args->want_virial, &res[s]);
     }
 }

@@ -1,5 +1,6 @@
 /* mdflow — neighbour lists, CPU implementation. */
 #include <float.h>
+#include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
 #include "nlist_codelet.h"
@@ -11,8 +12,8 @@ static void bin_bounds(const double *pos, const mdf_sys_info *s, mdf_nl_grid *g)
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     int32_t a1 = s->atom_start + s->natoms;
     for (int32_t a = s->atom_start; a < a1; a++) {
-        double u[3];
-        mdf_nl_frac(g, pos + 3 * a, u);
+        double u[3], o[3];
+        mdf_nl_wrap(g, pos + 3 * a, u, o);
         for (int k = 0; k < 3; k++) {
             lo[k] = u[k] < lo[k] ? u[k] : lo[k];
             hi[k] = u[k] > hi[k] ? u[k] : hi[k];
@@ -39,7 +40,7 @@ void mdf_nl_bin_system(const double *pos, const mdf_sys_info *s, int32_t sidx, m
     for (int32_t a = a0; a < a1; a++) {
         double u[3];
         int32_t c[3];
-        mdf_nl_frac(g, pos + 3 * a, u);
+        mdf_nl_wrap(g, pos + 3 * a, u, v->offset + 3 * a);
         v->cell_of[a] = mdf_nl_cell_index(g, u, c);
         cs[v->cell_of[a] + 1]++;
     }
@@ -86,6 +87,118 @@ static void list_stats(mdf_nl_list_view *l)
     l->head->max_count = maxc;
 }
 
+/* The atoms of a cell's 3x3x3 neighbourhood, wrapped and translated to the
+ * image seen from the cell, in structure-of-arrays form so the distance
+ * sweep vectorises. */
+typedef struct candidates {
+    int32_t n, cap;
+    double *x, *y, *z;
+    uint32_t *entry;   /* (j << 5) | image code */
+    int32_t *j;
+    int32_t *hit;      /* candidates within r_list of the current atom */
+} candidates;
+
+static int candidates_reserve(candidates *c, int32_t cap)
+{
+    if (cap <= c->cap) return 1;
+    free(c->x);
+    free(c->y);
+    free(c->z);
+    free(c->entry);
+    free(c->j);
+    free(c->hit);
+    c->hit = malloc(sizeof(int32_t) * (size_t)cap);
+    c->x = malloc(sizeof(double) * (size_t)cap);
+    c->y = malloc(sizeof(double) * (size_t)cap);
+    c->z = malloc(sizeof(double) * (size_t)cap);
+    c->entry = malloc(sizeof(uint32_t) * (size_t)cap);
+    c->j = malloc(sizeof(int32_t) * (size_t)cap);
+    c->cap = cap;
+    return c->x && c->y && c->z && c->entry && c->j && c->hit;
+}
+
+static void candidates_free(candidates *c)
+{
+    free(c->x);
+    free(c->y);
+    free(c->z);
+    free(c->entry);
+    free(c->j);
+    free(c->hit);
+    memset(c, 0, sizeof *c);
+}
+
+static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const mdf_nl_bins_view *v,
+                   const double *pos, int32_t cell)
+{
+    mdf_nl_walk w;
+    mdf_nl_walk_begin(&w, g, cell);
+    c->n = 0;
+    while (mdf_nl_walk_next_cell(&w, g, cs)) {
+        double sh[3];
+        uint32_t code = (uint32_t)((w.image[0] + 1) * 9 + (w.image[1] + 1) * 3 + (w.image[2] + 1));
+        for (int k = 0; k < 3; k++)
+            sh[k] = w.image[0] * g->basis[k] + w.image[1] * g->basis[3 + k] + w.image[2] * g->basis[6 + k];
+        for (int32_t p = w.pos; p < w.end; p++) {
+            int32_t j = v->sorted[p];
+            c->x[c->n] = pos[3 * j] + v->offset[3 * j] + sh[0];
+            c->y[c->n] = pos[3 * j + 1] + v->offset[3 * j + 1] + sh[1];
+            c->z[c->n] = pos[3 * j + 2] + v->offset[3 * j + 2] + sh[2];
+            c->entry[c->n] = ((uint32_t)j << MDF_NL_IMAGE_BITS) | code;
+            c->j[c->n] = j;
+            c->n++;
+        }
+    }
+}
+
+/* Lists of atoms [i0, i1) of system s, cell by cell: each neighbourhood is
+ * gathered once and swept for every atom of the cell. */
+static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_t i1, const double *pos,
+                           const mdf_nl_bins_view *v, double r_list2, mdf_nl_list_view *l, int32_t atom_begin,
+                           candidates *c)
+{
+    const mdf_nl_grid *g = &v->grid[s];
+    const int32_t *cs = v->cell_start + si->atom_start + s;
+    int32_t ncells = g->n[0] * g->n[1] * g->n[2], M = l->head->slots;
+    for (int32_t cell = 0; cell < ncells; cell++) {
+        int32_t mine = 0;
+        for (int32_t p = cs[cell]; p < cs[cell + 1]; p++) mine += v->sorted[p] >= i0 && v->sorted[p] < i1;
+        if (!mine) continue;
+        gather(c, g, cs, v, pos, cell);
+        for (int32_t p = cs[cell]; p < cs[cell + 1]; p++) {
+            int32_t i = v->sorted[p];
+            if (i < i0 || i >= i1) continue;
+            double xi = pos[3 * i] + v->offset[3 * i], yi = pos[3 * i + 1] + v->offset[3 * i + 1],
+                   zi = pos[3 * i + 2] + v->offset[3 * i + 2];
+            int32_t li = i - atom_begin, up = 0, down = 0, hits = 0;
+            uint32_t *slots = l->slots + (size_t)li * (size_t)M;
+            /* Branch-free: most candidates are rejected, at random. */
+            for (int32_t k = 0; k < c->n; k++) {
+                double dx = c->x[k] - xi, dy = c->y[k] - yi, dz = c->z[k] - zi;
+                c->hit[hits] = k;
+                hits += (dx * dx + dy * dy + dz * dz < r_list2) & (c->j[k] != i);
+            }
+            for (int32_t h = 0; h < hits; h++) {
+                int32_t k = c->hit[h];
+                int is_up = c->j[k] > i;
+                int32_t slot = is_up ? up : M - 1 - down;
+                if (up + down < M) slots[slot] = c->entry[k];
+                up += is_up;
+                down += !is_up;
+            }
+            l->n_up[li] = up;
+            l->n_down[li] = down;
+        }
+    }
+}
+
+static int has_ambiguous_images(const mdf_nl_grid *g)
+{
+    for (int k = 0; k < 3; k++)
+        if (g->periodic[k] && g->n[k] < 3) return 1;
+    return 0;
+}
+
 /* buffers: pos R, atoms R, sys R, bins R, list RW */
 void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
 {
@@ -97,6 +210,7 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
     const mdf_chunk *c = &args->chunk;
     int32_t M = l.head->slots;
     int any = 0;
+    candidates cand = {0};
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         if (!v.grid[s].rebuilt) continue;
         any = 1;
@@ -104,12 +218,20 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
         int32_t i0 = si->atom_start > c->atom_begin ? si->atom_start : c->atom_begin;
         int32_t i1 = si->atom_start + si->natoms;
         if (i1 > c->atom_end) i1 = c->atom_end;
+        /* A neighbourhood holds at most the whole system. */
+        if (!has_ambiguous_images(&v.grid[s]) && candidates_reserve(&cand, si->natoms)) {
+            build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand);
+            continue;
+        }
+        /* Periodic directions with fewer than 3 cells (small cells): the image
+         * depends on the pair, found atom by atom. */
         const int32_t *cs = v.cell_start + si->atom_start + s;
         for (int32_t i = i0; i < i1; i++) {
             int32_t li = i - c->atom_begin;
-            mdf_nl_build_atom(i, pos, si, &v.grid[s], cs, v.sorted, v.cell_of, args->r_list2, M,
+            mdf_nl_build_atom(i, pos, v.offset, si, &v.grid[s], cs, v.sorted, v.cell_of, args->r_list2, M,
                               l.slots + (size_t)li * (size_t)M, &l.n_up[li], &l.n_down[li]);
         }
     }
+    candidates_free(&cand);
     if (any) list_stats(&l);
 }

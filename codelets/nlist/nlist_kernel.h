@@ -16,10 +16,15 @@
  * neighbours is marked overflowed and its forces are computed by walking the
  * cells directly: correct, only slower, and the host enlarges M later.
  *
- * Each entry is (j << 5) | image, where image encodes the lattice
- * translation n in {-1,0,1}^3 that brings j nearest to i. Because r_list is
- * at most half of every periodic width, that image is unique and
- * round(s_j - s_i) finds it. */
+ * Positions are never wrapped (trajectories stay continuous), so an atom
+ * may be any number of cells away from the box. At each build the binning
+ * records a per-atom offset o_i = -floor(s_i)·H that brings the atom into
+ * the cell; lists then work with the wrapped positions x + o, for which the
+ * nearest image of a neighbour is a translation n in {-1,0,1}^3. Each entry
+ * is (j << 5) | code(n), and the pair displacement is
+ *   d = (x_j + o_j) - (x_i + o_i) + n·H.
+ * Because r_list is at most half of every periodic width that image is
+ * unique; the offsets stay fixed until the next build. */
 #ifndef MDF_NLIST_KERNEL_H
 #define MDF_NLIST_KERNEL_H
 
@@ -54,6 +59,7 @@ typedef struct mdf_nl_bins_view {
     mdf_nl_bins_head *head;
     mdf_nl_grid *grid;     /* sys_cap */
     double *ref_pos;       /* 3*atom_cap */
+    double *offset;        /* 3*atom_cap: o_i, wraps atom i into the cell */
     int32_t *cell_of;      /* atom_cap: linear cell index within its system */
     int32_t *sorted;       /* atom_cap: atoms of each system sorted by cell */
     int32_t *cell_start;   /* atom_cap + sys_cap: for system s, the entries
@@ -67,7 +73,7 @@ MDF_HD size_t mdf_nl_bins_bytes(int32_t atom_cap, int32_t sys_cap)
 {
     size_t s = mdf_align64(sizeof(mdf_nl_bins_head));
     s += mdf_align64(sizeof(mdf_nl_grid) * (size_t)sys_cap);
-    s += mdf_align64(sizeof(double) * 3 * (size_t)atom_cap);
+    s += 2 * mdf_align64(sizeof(double) * 3 * (size_t)atom_cap);
     s += 2 * mdf_align64(sizeof(int32_t) * (size_t)atom_cap);
     s += mdf_align64(sizeof(int32_t) * (size_t)(atom_cap + sys_cap));
     return s;
@@ -83,6 +89,8 @@ MDF_HD mdf_nl_bins_view mdf_nl_bins_map(void *blob)
     v.grid = (mdf_nl_grid *)p;
     p += mdf_align64(sizeof(mdf_nl_grid) * sys_cap);
     v.ref_pos = (double *)p;
+    p += mdf_align64(sizeof(double) * 3 * atom_cap);
+    v.offset = (double *)p;
     p += mdf_align64(sizeof(double) * 3 * atom_cap);
     v.cell_of = (int32_t *)p;
     p += mdf_align64(sizeof(int32_t) * atom_cap);
@@ -176,26 +184,29 @@ MDF_HD void mdf_nl_image_shift(uint32_t code, const double cell[9], double out[3
     out[2] = n0 * cell[2] + n1 * cell[5] + n2 * cell[8];
 }
 
-/* Displacement r_j - r_i with the nearest periodic image; returns the image
- * code. Valid whenever the nearest image is within half a periodic width. */
-MDF_HD uint32_t mdf_nl_min_image(const double *xi, const double *xj,
-                                 const mdf_sys_info *s, double d[3])
+/* Displacement r_j - r_i to the nearest periodic image of j, for any two
+ * positions (wrapped or not). Returns the image code when the translation
+ * is within {-1,0,1}^3 (always so for wrapped positions), else -1. */
+MDF_HD int mdf_nl_min_image(const double *xi, const double *xj, const mdf_sys_info *s, double d[3])
 {
     d[0] = xj[0] - xi[0];
     d[1] = xj[1] - xi[1];
     d[2] = xj[2] - xi[2];
     if (!(s->pbc[0] | s->pbc[1] | s->pbc[2])) return MDF_NL_NO_IMAGE;
-    double f[3];
+    double f[3], n[3];
     mdf_vec_mat(d, s->inv_cell, f);
-    int n[3];
-    for (int k = 0; k < 3; k++) n[k] = s->pbc[k] ? -(int)rint(f[k]) : 0;
-    uint32_t code = (uint32_t)((n[0] + 1) * 9 + (n[1] + 1) * 3 + (n[2] + 1));
-    double sh[3];
-    mdf_nl_image_shift(code, s->cell, sh);
-    d[0] += sh[0];
-    d[1] += sh[1];
-    d[2] += sh[2];
-    return code;
+    for (int k = 0; k < 3; k++) n[k] = s->pbc[k] ? -rint(f[k]) : 0.0;
+    for (int k = 0; k < 3; k++) d[k] += n[0] * s->cell[k] + n[1] * s->cell[3 + k] + n[2] * s->cell[6 + k];
+    if (fabs(n[0]) > 1.0 || fabs(n[1]) > 1.0 || fabs(n[2]) > 1.0) return -1;
+    return (int)((n[0] + 1.0) * 9.0 + (n[1] + 1.0) * 3.0 + (n[2] + 1.0));
+}
+
+/* Wrapped position x + o of atom a. */
+MDF_HD void mdf_nl_wrapped(const double *pos, const double *offset, int32_t a, double out[3])
+{
+    out[0] = pos[3 * a] + offset[3 * a];
+    out[1] = pos[3 * a + 1] + offset[3 * a + 1];
+    out[2] = pos[3 * a + 2] + offset[3 * a + 2];
 }
 
 /* The binning basis of a system: its cell when it has a non-degenerate one,
@@ -209,16 +220,22 @@ MDF_HD void mdf_nl_basis(const mdf_sys_info *s, mdf_nl_grid *g)
     for (int k = 0; k < 3; k++) g->periodic[k] = s->pbc[k] ? 1 : 0;
 }
 
-/* Fractional coordinate of atom position x along the basis, wrapped into
- * [0,1) along periodic directions. */
-MDF_HD void mdf_nl_frac(const mdf_nl_grid *g, const double *x, double u[3])
+/* Fractional coordinate u of x (wrapped into [0,1) along periodic
+ * directions) and the Cartesian offset o = -floor(u)·basis that wraps x. */
+MDF_HD void mdf_nl_wrap(const mdf_nl_grid *g, const double *x, double u[3], double o[3])
 {
+    double f[3] = {0.0, 0.0, 0.0};
     mdf_vec_mat(x, g->inv_basis, u);
     for (int k = 0; k < 3; k++)
         if (g->periodic[k]) {
-            u[k] -= floor(u[k]);
-            if (u[k] >= 1.0) u[k] = 0.0; /* -tiny wraps to exactly 1.0 */
+            f[k] = floor(u[k]);
+            u[k] -= f[k];
+            if (u[k] >= 1.0) { /* -tiny wraps to exactly 1.0 */
+                u[k] = 0.0;
+                f[k] += 1.0;
+            }
         }
+    for (int k = 0; k < 3; k++) o[k] = -(f[0] * g->basis[k] + f[1] * g->basis[3 + k] + f[2] * g->basis[6 + k]);
 }
 
 /* Chooses cell counts once lo/span are known: cells at least r_list wide
@@ -261,7 +278,9 @@ typedef struct mdf_nl_walk {
     int32_t d[3];          /* current offset */
     int32_t dmin[3], dmax[3];
     int32_t pos, end;      /* current range within sorted[] */
-    int32_t started;
+    int32_t image[3];      /* lattice translation of the current cell */
+    int32_t ambiguous;     /* a periodic direction with < 3 cells: the
+                            * translation is found per atom by rounding */
 } mdf_nl_walk;
 
 MDF_HD void mdf_nl_walk_range(const mdf_nl_grid *g, int k, int32_t c, int32_t *lo, int32_t *hi)
@@ -285,7 +304,9 @@ MDF_HD void mdf_nl_walk_begin(mdf_nl_walk *w, const mdf_nl_grid *g, int32_t cell
     w->d[1] = w->dmin[1];
     w->d[2] = w->dmin[2] - 1; /* first advance lands on dmin */
     w->pos = w->end = 0;
-    w->started = 0;
+    w->image[0] = w->image[1] = w->image[2] = 0;
+    w->ambiguous = 0;
+    for (int k = 0; k < 3; k++) w->ambiguous |= g->periodic[k] && g->n[k] < 3;
 }
 
 /* Moves to the next non-empty cell; returns 0 when all were visited.
@@ -303,8 +324,14 @@ MDF_HD int mdf_nl_walk_next_cell(mdf_nl_walk *w, const mdf_nl_grid *g, const int
         int32_t cc[3];
         for (int k = 0; k < 3; k++) {
             cc[k] = w->c[k] + w->d[k];
-            if (cc[k] < 0) cc[k] += g->n[k];
-            else if (cc[k] >= g->n[k]) cc[k] -= g->n[k];
+            w->image[k] = 0;
+            if (cc[k] < 0) {
+                cc[k] += g->n[k];
+                w->image[k] = -1;
+            } else if (cc[k] >= g->n[k]) {
+                cc[k] -= g->n[k];
+                w->image[k] = 1;
+            }
         }
         int32_t lin = (cc[0] * g->n[1] + cc[1]) * g->n[2] + cc[2];
         w->pos = cell_start[lin];
@@ -325,9 +352,25 @@ MDF_HD int mdf_nl_walk_next(mdf_nl_walk *w, const mdf_nl_grid *g, const int32_t 
 
 /* ---- building one atom's list ------------------------------------------ */
 
-/* Fills atom i's slots. Returns the total neighbour count (which may exceed
- * M: then the atom is marked overflowed by the caller). */
-MDF_HD int32_t mdf_nl_build_atom(int32_t i, const double *pos, const mdf_sys_info *s,
+/* Displacement from wrapped position xi to the nearest image of wrapped
+ * position xj seen through the walk's current cell; returns its code. */
+MDF_HD uint32_t mdf_nl_walk_displacement(const mdf_nl_walk *w, const mdf_nl_grid *g, const mdf_sys_info *s,
+                                         const double *xi, const double *xj, double d[3])
+{
+    if (w->ambiguous) {
+        int code = mdf_nl_min_image(xi, xj, s, d);
+        return (uint32_t)(code < 0 ? MDF_NL_NO_IMAGE : code);
+    }
+    double n0 = (double)w->image[0], n1 = (double)w->image[1], n2 = (double)w->image[2];
+    for (int k = 0; k < 3; k++)
+        d[k] = xj[k] - xi[k] + n0 * g->basis[k] + n1 * g->basis[3 + k] + n2 * g->basis[6 + k];
+    return (uint32_t)((w->image[0] + 1) * 9 + (w->image[1] + 1) * 3 + (w->image[2] + 1));
+}
+
+/* Fills atom i's slots from the binning just made (positions equal the
+ * reference ones). Returns the total neighbour count, which may exceed M:
+ * the caller then treats the atom as overflowed. */
+MDF_HD int32_t mdf_nl_build_atom(int32_t i, const double *pos, const double *offset, const mdf_sys_info *s,
                                  const mdf_nl_grid *g, const int32_t *cell_start_sys,
                                  const int32_t *sorted, const int32_t *cell_of,
                                  double r_list2, int32_t M, uint32_t *slots,
@@ -336,10 +379,13 @@ MDF_HD int32_t mdf_nl_build_atom(int32_t i, const double *pos, const mdf_sys_inf
     mdf_nl_walk w;
     mdf_nl_walk_begin(&w, g, cell_of[i]);
     int32_t up = 0, down = 0, j;
+    double xi[3];
+    mdf_nl_wrapped(pos, offset, i, xi);
     while (mdf_nl_walk_next(&w, g, cell_start_sys, sorted, &j)) {
         if (j == i) continue;
-        double d[3];
-        uint32_t code = mdf_nl_min_image(pos + 3 * i, pos + 3 * j, s, d);
+        double xj[3], d[3];
+        mdf_nl_wrapped(pos, offset, j, xj);
+        uint32_t code = mdf_nl_walk_displacement(&w, g, s, xi, xj, d);
         double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
         if (r2 >= r_list2) continue;
         uint32_t entry = ((uint32_t)j << MDF_NL_IMAGE_BITS) | code;

@@ -12,7 +12,7 @@ void mdf_reduce_cpu(void *buffers[], void *cl_arg)
     memset(f, 0, sizeof(double) * 3 * (size_t)args->natoms);
     for (int32_t s = 0; s < args->nsys; s++) {
         res[s].energy = 0.0;
-        memset(res[s].virial, 0, sizeof res[s].virial);
+        if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);
     }
     for (int c = 0; c < K; c++) {
         const mdf_chunk *ch = &args->chunks[c];
@@ -21,7 +21,8 @@ void mdf_reduce_cpu(void *buffers[], void *cl_arg)
         for (int32_t k = 3 * ch->touch_begin; k < 3 * ch->touch_end; k++) f[k] += fp[k];
         for (int32_t s = ch->sys_begin; s < ch->sys_end; s++) {
             res[s].energy += rp[s].energy;
-            for (int k = 0; k < 9; k++) res[s].virial[k] += rp[s].virial[k];
+            if (args->want_virial)
+                for (int k = 0; k < 9; k++) res[s].virial[k] += rp[s].virial[k];
         }
     }
 }

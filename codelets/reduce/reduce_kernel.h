@@ -15,6 +15,7 @@
 typedef struct mdf_reduce_args {
     int64_t work;              /* atoms in the shard */
     int32_t natoms, nsys, nchunks;
+    int32_t want_virial;       /* 0: the virial keeps its previous value */
     mdf_chunk chunks[MDF_REDUCE_MAX_CHUNKS];
 } mdf_reduce_args;
 

@@ -1,0 +1,95 @@
+/* mdflow — summing chunk outputs, CUDA implementation.
+ *
+ * Same semantics and the same order of additions as the CPU: every force
+ * component and every system starts from zero and receives its chunks'
+ * parts in chunk order, so the sums are bitwise those of mdf_reduce_cpu.
+ * The parts' device pointers travel to the kernels by value (about 2 KB,
+ * well within the kernel parameter limit). */
+#include <starpu.h>
+#include "reduce_kernel.h"
+#include "reduce_codelet.h"
+
+#define MDF_RED_BLOCK 256
+
+typedef struct reduce_parts {
+    const double *f[MDF_REDUCE_MAX_CHUNKS];
+    const mdf_sys_result *r[MDF_REDUCE_MAX_CHUNKS];
+    int32_t touch_begin[MDF_REDUCE_MAX_CHUNKS], touch_end[MDF_REDUCE_MAX_CHUNKS];
+    int32_t sys_begin[MDF_REDUCE_MAX_CHUNKS], sys_end[MDF_REDUCE_MAX_CHUNKS];
+    int32_t nchunks;
+} reduce_parts;
+
+static void mdf_red_check(cudaError_t e)
+{
+    if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
+}
+
+/* One thread per force component of atoms [0, natoms). */
+__global__ void reduce_forces_kernel(double *f, int32_t natoms, const reduce_parts parts)
+{
+    int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= 3 * (int64_t)natoms) return;
+    int32_t a = (int32_t)(k / 3);
+    double sum = 0.0;
+    for (int c = 0; c < parts.nchunks; c++)
+        if (a >= parts.touch_begin[c] && a < parts.touch_end[c]) sum += parts.f[c][k];
+    f[k] = sum;
+}
+
+/* One thread per system of [0, nsys): energy and virial, kinetic kept. */
+__global__ void reduce_results_kernel(mdf_sys_result *res, int32_t nsys, const reduce_parts parts)
+{
+    int32_t s = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (s >= nsys) return;
+    double e = 0.0, w[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (int c = 0; c < parts.nchunks; c++) {
+        if (s < parts.sys_begin[c] || s >= parts.sys_end[c]) continue;
+        const mdf_sys_result *rp = &parts.r[c][s];
+        e += rp->energy;
+        for (int k = 0; k < 9; k++) w[k] += rp->virial[k];
+    }
+    res[s].energy = e;
+    for (int k = 0; k < 9; k++) res[s].virial[k] = w[k];
+}
+
+/* buffers: force parts[K] R, result parts[K] R, forces W, results RW */
+extern "C" void mdf_reduce_cuda(void *buffers[], void *cl_arg)
+{
+    const mdf_reduce_args *args = (const mdf_reduce_args *)cl_arg;
+    cudaStream_t stream = starpu_cuda_get_local_stream();
+    int K = args->nchunks;
+    reduce_parts parts;
+    parts.nchunks = K;
+    for (int c = 0; c < K; c++) {
+        parts.f[c] = (const double *)STARPU_VECTOR_GET_PTR(buffers[c]);
+        parts.r[c] = (const mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[K + c]);
+        parts.touch_begin[c] = args->chunks[c].touch_begin;
+        parts.touch_end[c] = args->chunks[c].touch_end;
+        parts.sys_begin[c] = args->chunks[c].sys_begin;
+        parts.sys_end[c] = args->chunks[c].sys_end;
+    }
+    for (int c = K; c < MDF_REDUCE_MAX_CHUNKS; c++) {
+        parts.f[c] = NULL;
+        parts.r[c] = NULL;
+        parts.touch_begin[c] = parts.touch_end[c] = parts.sys_begin[c] = parts.sys_end[c] = 0;
+    }
+    double *f = (double *)STARPU_VECTOR_GET_PTR(buffers[2 * K]);
+    mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[2 * K + 1]);
+    int64_t ncomp = 3 * (int64_t)args->natoms;
+    if (ncomp > 0) {
+        reduce_forces_kernel<<<(unsigned)((ncomp + MDF_RED_BLOCK - 1) / MDF_RED_BLOCK), MDF_RED_BLOCK, 0, stream>>>(
+            f, args->natoms, parts);
+        mdf_red_check(cudaGetLastError());
+    }
+    /* The forces are write-only here: the device copy beyond the shard's
+     * atoms (room for refills) would otherwise hold whatever the allocation
+     * held; the CPU leaves the host's values there, zero from creation. */
+    size_t nx = STARPU_VECTOR_GET_NX(buffers[2 * K]);
+    if (nx > (size_t)ncomp)
+        mdf_red_check(cudaMemsetAsync(f + ncomp, 0, sizeof(double) * (nx - (size_t)ncomp), stream));
+    if (args->nsys > 0) {
+        reduce_results_kernel<<<(args->nsys + MDF_RED_BLOCK - 1) / MDF_RED_BLOCK, MDF_RED_BLOCK, 0, stream>>>(
+            res, args->nsys, parts);
+        mdf_red_check(cudaGetLastError());
+    }
+}
