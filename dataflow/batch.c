@@ -41,7 +41,8 @@ static double frame_mass(const mdf_frame *f, int64_t a)
 }
 
 typedef struct sort_key {
-    double s;
+    double s;        /* projection on an irrational direction */
+    double w[3];     /* wrapped (or ghost) Cartesian position */
     int64_t atom;
 } sort_key;
 
@@ -51,51 +52,66 @@ static int compare_keys(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
-/* Finds two atoms closer than the tolerance: sort along the first
- * Cartesian axis and compare only atoms within the tolerance along it; for
- * periodic systems use nearest-image distances and compare the ends of the
- * sorted order too. Returns 1 and the pair when found. */
+/* A direction no lattice plane contains, so that atoms of a crystal project
+ * to distinct values and the sweep below stays O(N log N). */
+static const double overlap_dir[3] = {0.7946544722917661, 0.5217363543410668, 0.3103804836451156};
+
+static void add_key(sort_key *keys, int64_t *n, const double w[3], int64_t atom)
+{
+    sort_key *k = &keys[(*n)++];
+    memcpy(k->w, w, sizeof k->w);
+    k->s = w[0] * overlap_dir[0] + w[1] * overlap_dir[1] + w[2] * overlap_dir[2];
+    k->atom = atom;
+}
+
+/* Keys for atom a: its wrapped position, plus ghost copies across every
+ * periodic face it lies within the tolerance of (overlaps across a face). */
+static void add_atom_keys(const mdf_frame *f, const mdf_sys_info *s, int64_t a, sort_key *keys, int64_t *n)
+{
+    double u[3], w[3];
+    int near[3] = {0, 0, 0};
+    if (!(s->pbc[0] | s->pbc[1] | s->pbc[2])) {
+        add_key(keys, n, f->positions + 3 * a, a);
+        return;
+    }
+    mdf_vec_mat(f->positions + 3 * a, s->inv_cell, u);
+    for (int k = 0; k < 3; k++)
+        if (s->pbc[k]) {
+            u[k] -= floor(u[k]);
+            near[k] = u[k] * mdf_perpendicular_width(s->inv_cell, k) < MDF_OVERLAP_TOLERANCE;
+        }
+    for (int g = 0; g < 8; g++) {
+        if (((g & 1) && !near[0]) || ((g & 2) && !near[1]) || ((g & 4) && !near[2])) continue;
+        double v[3] = {u[0] + (g & 1), u[1] + ((g >> 1) & 1), u[2] + ((g >> 2) & 1)};
+        mdf_vec_mat(v, s->cell, w);
+        add_key(keys, n, w, a);
+    }
+}
+
+/* Finds two atoms closer than the tolerance: sort wrapped positions by
+ * their projection on a generic direction, compare only neighbours in that
+ * order. Returns 1 and the pair (lower index first) when found. */
 static int find_overlap(const mdf_frame *f, const mdf_sys_info *s, int64_t *ia, int64_t *ib,
                         mdf_error *err, int *failed)
 {
-    int64_t n = f->natoms;
-    sort_key *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
+    int64_t n = f->natoms, nk = 0;
+    sort_key *keys = malloc(sizeof *keys * (size_t)(n > 0 ? 8 * n : 1));
     if (!keys) {
         *failed = 1;
         mdf_error_set(err, MDF_ERR_NOMEM, "no memory to check %lld atoms for overlaps", (long long)n);
         return 0;
     }
-    int periodic = s->pbc[0] | s->pbc[1] | s->pbc[2];
-    double width = 0.0;
-    for (int64_t a = 0; a < n; a++) {
-        double u[3];
-        if (periodic) {
-            mdf_vec_mat(f->positions + 3 * a, s->inv_cell, u);
-            keys[a].s = s->pbc[0] ? u[0] - floor(u[0]) : u[0];
-        } else {
-            keys[a].s = f->positions[3 * a];
-        }
-        keys[a].atom = a;
-    }
-    /* Tolerance along the sort key: fractional when periodic. */
-    double tol = MDF_OVERLAP_TOLERANCE;
-    if (periodic) {
-        width = mdf_perpendicular_width(s->inv_cell, 0);
-        tol = MDF_OVERLAP_TOLERANCE / width;
-    }
-    qsort(keys, (size_t)n, sizeof *keys, compare_keys);
+    for (int64_t a = 0; a < n; a++) add_atom_keys(f, s, a, keys, &nk);
+    qsort(keys, (size_t)nk, sizeof *keys, compare_keys);
+    const double tol2 = MDF_OVERLAP_TOLERANCE * MDF_OVERLAP_TOLERANCE;
     int found = 0;
-    for (int64_t x = 0; x < n && !found; x++)
-        for (int64_t y = x + 1; y < n + (periodic ? n : 0); y++) {
-            int64_t yy = y % n;
-            if (yy == x) break;
-            double ds = keys[yy].s - keys[x].s + (y >= n ? 1.0 : 0.0);
-            if (ds > tol) break;
-            double d[3];
-            mdf_nl_min_image(f->positions + 3 * keys[x].atom, f->positions + 3 * keys[yy].atom, s, d);
-            if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < MDF_OVERLAP_TOLERANCE * MDF_OVERLAP_TOLERANCE) {
-                *ia = keys[x].atom < keys[yy].atom ? keys[x].atom : keys[yy].atom;
-                *ib = keys[x].atom < keys[yy].atom ? keys[yy].atom : keys[x].atom;
+    for (int64_t x = 0; x < nk && !found; x++)
+        for (int64_t y = x + 1; y < nk && keys[y].s - keys[x].s <= MDF_OVERLAP_TOLERANCE; y++) {
+            double d2 = 0.0;
+            for (int k = 0; k < 3; k++) d2 += (keys[y].w[k] - keys[x].w[k]) * (keys[y].w[k] - keys[x].w[k]);
+            if (d2 < tol2 && keys[x].atom != keys[y].atom) {
+                *ia = keys[x].atom < keys[y].atom ? keys[x].atom : keys[y].atom;
+                *ib = keys[x].atom < keys[y].atom ? keys[y].atom : keys[x].atom;
                 found = 1;
                 break;
             }

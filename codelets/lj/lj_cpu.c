@@ -1,5 +1,7 @@
 /* mdflow — Lennard-Jones, CPU implementation: half lists with Newton's
  * third law (each pair once), as LAMMPS does with newton on. */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
 #include "lj_codelet.h"
@@ -9,13 +11,16 @@ typedef struct lj_acc {
     double w[9];
 } lj_acc;
 
+/* Branch-free: about a third of the list lies beyond the cutoff, at
+ * random, so a branch would mispredict often; a mask costs less. */
 static inline void lj_add_pair(const mdf_lj_params *p, int ti, int tj, const double d[3], double *fi,
                                double *fj, lj_acc *acc, int virial)
 {
     double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    if (r2 >= p->rc2[ti][tj]) return;
+    double inside = r2 < p->rc2[ti][tj] ? 1.0 : 0.0;
     double fpair;
-    acc->e += mdf_lj_pair(p, ti, tj, r2, &fpair);
+    acc->e += inside * mdf_lj_pair(p, ti, tj, r2, &fpair);
+    fpair *= inside;
     for (int k = 0; k < 3; k++) {
         fi[k] -= d[k] * fpair;
         fj[k] += d[k] * fpair;
@@ -48,24 +53,23 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
 
 /* The half-list loop of atom i. With a single species the coefficients are
  * loop constants, which the compiler keeps in registers. */
-static inline void lj_atom_list(int32_t i, int single, int virial, const double *x, const double *o, double *f,
+static inline void lj_atom_list(int32_t i, int single, int virial, const double *w, double *f,
                                 const mdf_atom_info *atoms, const uint32_t *nb, int32_t n,
                                 const double (*shift)[3], const mdf_lj_params *p, lj_acc *acc)
 {
-    double xi[3] = {x[3 * i] + o[3 * i], x[3 * i + 1] + o[3 * i + 1], x[3 * i + 2] + o[3 * i + 2]};
+    const double *xi = w + 3 * i;
     int ti = single ? 0 : p->type_of_z[atoms[i].z];
     double fi[3] = {0.0, 0.0, 0.0};
     for (int32_t k = 0; k < n; k++) {
         int32_t j = (int32_t)(nb[k] >> MDF_NL_IMAGE_BITS);
         const double *sh = shift[nb[k] & MDF_NL_IMAGE_MASK];
-        double d[3] = {x[3 * j] + o[3 * j] + sh[0] - xi[0], x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1],
-                       x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2]};
+        double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
         lj_add_pair(p, ti, single ? 0 : p->type_of_z[atoms[j].z], d, fi, f + 3 * j, acc, virial);
     }
     for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
 }
 
-static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *f,
+static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, const double *w, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
                       const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, mdf_sys_result *r)
 {
@@ -83,13 +87,20 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
         const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
         if (l->n_up[li] + l->n_down[li] > M) lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc);
         /* Constant flags: the compiler specialises each call. */
-        else if (single && !virial) lj_atom_list(i, 1, 0, x, v->offset, f, atoms, nb, l->n_up[li], shift, p, &acc);
-        else if (single) lj_atom_list(i, 1, 1, x, v->offset, f, atoms, nb, l->n_up[li], shift, p, &acc);
-        else lj_atom_list(i, 0, 1, x, v->offset, f, atoms, nb, l->n_up[li], shift, p, &acc);
+        else if (single && !virial) lj_atom_list(i, 1, 0, w, f, atoms, nb, l->n_up[li], shift, p, &acc);
+        else if (single) lj_atom_list(i, 1, 1, w, f, atoms, nb, l->n_up[li], shift, p, &acc);
+        else lj_atom_list(i, 0, 1, w, f, atoms, nb, l->n_up[li], shift, p, &acc);
     }
     r->energy += acc.e;
     if (virial)
         for (int k = 0; k < 9; k++) r->virial[k] += acc.w[k];
+}
+
+/* Out of memory inside a task: no way to return an error, so make the
+ * failure impossible to miss downstream (NaN energies stop a run's checks). */
+static void mdf_lj_cpu_flag_failure(mdf_sys_result *res, const mdf_chunk *c)
+{
+    for (int32_t s = c->sys_begin; s < c->sys_end; s++) res[s].energy = NAN;
 }
 
 void mdf_lj_cpu(void *buffers[], void *cl_arg)
@@ -105,9 +116,18 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     const mdf_lj_params *p = (const mdf_lj_params *)STARPU_VECTOR_GET_PTR(buffers[7]);
     const mdf_chunk *c = &args->chunk;
     memset(f + 3 * (size_t)c->touch_begin, 0, sizeof(double) * 3 * (size_t)(c->touch_end - c->touch_begin));
+    /* Wrapped positions x + o of every atom the chunk reads, once. */
+    double *w = malloc(sizeof(double) * 3 * (size_t)(c->touch_end - c->touch_begin));
+    if (!w) {
+        mdf_lj_cpu_flag_failure(res, c);
+        return;
+    }
+    w -= 3 * (size_t)c->touch_begin;
+    for (int32_t k = 3 * c->touch_begin; k < 3 * c->touch_end; k++) w[k] = x[k] + v.offset[k];
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         res[s].energy = 0.0;
         if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);
-        lj_system(s, c, x, f, atoms, &sys[s], &l, &v, p, args->want_virial, &res[s]);
+        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, &res[s]);
     }
+    free(w + 3 * (size_t)c->touch_begin);
 }
