@@ -50,8 +50,11 @@ typedef struct mdf_frame {
 } mdf_frame;
 
 /* Velocities are stored in frames and batches in internal units
- * (Å per sqrt(amu Å²/eV)), exactly as ASE stores momenta/masses; extxyz
- * "velocities" columns use the same unit, as ASE writes them. */
+ * (Å per sqrt(amu Å²/eV)), the unit of ASE's atoms.get_velocities(). The
+ * extxyz reader accepts a "velocities" column (exact) or ASE's "momenta"
+ * column (divided by the masses); the writer writes "velocities", which
+ * round-trips exactly but which ASE keeps as a plain array
+ * (atoms.arrays["velocities"]) rather than as momenta. */
 
 typedef struct mdf_frame_list {
     size_t count;
@@ -59,11 +62,13 @@ typedef struct mdf_frame_list {
     mdf_frame *frames;
 } mdf_frame_list;
 
-/* Allocates the per-atom arrays of an empty frame for natoms atoms
- * (positions and numbers; velocities/forces/masses when the flags ask). */
+/* Allocates the per-atom arrays of a frame for natoms atoms (positions and
+ * numbers; velocities/forces/masses when the flags ask). The frame is
+ * zeroed first: whatever it held is not freed. */
 mdf_status mdf_frame_alloc(mdf_frame *f, int64_t natoms, int with_velocities,
                            int with_forces, int with_masses, mdf_error *err);
-/* Deep copy. */
+/* Deep copy into dst, which is overwritten without being freed; dst is
+ * untouched when the copy fails. */
 mdf_status mdf_frame_copy(mdf_frame *dst, const mdf_frame *src, mdf_error *err);
 /* Frees everything the frame owns and zeroes it. */
 void mdf_frame_free(mdf_frame *f);
@@ -78,7 +83,8 @@ void mdf_frame_list_init(mdf_frame_list *l);
 mdf_status mdf_frame_list_push(mdf_frame_list *l, mdf_frame *src, mdf_error *err);
 void mdf_frame_list_free(mdf_frame_list *l);
 
-/* Standard atomic mass (amu, as in ASE) of element z, or 0 for unknown z. */
+/* Standard atomic mass (amu, as in ASE) of element z, or 0 for unknown z
+ * and for z = 0 ("X", which ASE gives mass 1): batches refuse such atoms. */
 double mdf_element_mass(int z);
 /* Chemical symbol of z ("X" for 0), or NULL outside 0..118. */
 const char *mdf_element_symbol(int z);
