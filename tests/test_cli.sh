@@ -1,2 +1,311 @@
 #!/bin/sh
-exit 77
+# mdflow — tests of the command-line program: usage, a small valid run (output
+# frames, thermo log, summary), the error message and exit status for each kind
+# of bad input, that a failing run loses nothing already written, and the
+# default workload.
+#
+# Run by automake's harness from the build tree with MDF_TEST_SRCDIR and
+# MDF_TEST_BUILDDIR set; also runs by hand from a build directory.
+# Prints "ok - ..." / "not ok - ..." per check (details of a failure follow as
+# "#" lines), then "N passed, M failed"; exits 0 when every check passed, else 1.
+set -u
+
+builddir=${MDF_TEST_BUILDDIR:-$(pwd)}
+MDFLOW=$builddir/mdflow
+STARPU_NCPU=2
+STARPU_SILENT=1
+export STARPU_NCPU STARPU_SILENT
+unset MDFLOW_DATA STARPU_NCUDA STARPU_SCHED
+
+npass=0
+nfail=0
+pass() { npass=$((npass + 1)); echo "ok - $1"; }
+fail() {
+    nfail=$((nfail + 1))
+    echo "not ok - $1"
+    shift
+    for line in "$@"; do echo "#   $line"; done
+}
+# Shows a file as diagnostic lines (at most 15).
+show() {
+    [ -f "$2" ] || { echo "#   ($1: no such file)"; return; }
+    echo "#   $1:"
+    head -n 15 "$2" | sed 's/^/#     /'
+}
+finish() {
+    echo "$npass passed, $nfail failed"
+    [ "$nfail" -eq 0 ] && exit 0
+    exit 1
+}
+
+if [ ! -x "$MDFLOW" ]; then
+    fail "the program $MDFLOW is built"
+    finish
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/mdflow-cli.XXXXXX") || { echo "not ok - mktemp -d"; exit 1; }
+trap 'rm -rf "$T"' EXIT
+trap 'exit 1' HUP INT TERM
+# StarPU's calibration files: the harness puts them in the build tree.
+if [ -z "${STARPU_HOME:-}" ]; then STARPU_HOME=$T/starpu-home; export STARPU_HOME; fi
+cd "$T" || exit 1
+
+# run CMD ARGS...: stdout in $T/stdout, stderr in $T/stderr, exit status in $rc.
+run() {
+    "$@" >"$T/stdout" 2>"$T/stderr"
+    rc=$?
+}
+# Fragments of $T/stderr that are missing, one per line.
+missing_in_stderr() {
+    for frag in "$@"; do
+        grep -F -e "$frag" "$T/stderr" >/dev/null || echo "'$frag'"
+    done
+}
+# expect_error NAME WANT_STATUS FRAGMENT...: after run, checks the exit status
+# (WANT_STATUS "nonzero" accepts any failure but a crash) and that stderr is an
+# "mdflow: <kind>: <message>" line holding every fragment.
+expect_error() {
+    name=$1 want=$2
+    shift 2
+    if [ "$want" = nonzero ]; then
+        if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ]; then pass "$name: exits non-zero ($rc)"; else
+            fail "$name: exits non-zero without crashing" "exit status $rc"; show stderr "$T/stderr"; fi
+    elif [ "$rc" -eq "$want" ]; then
+        pass "$name: exit status $want"
+    else
+        fail "$name: exit status $want" "exit status $rc"
+        show stderr "$T/stderr"
+    fi
+    miss=$(missing_in_stderr "$@")
+    if ! grep -E '^mdflow: [^:]+: ' "$T/stderr" >/dev/null; then
+        fail "$name: an 'mdflow: <kind>: <message>' line on stderr"
+        show stderr "$T/stderr"
+    elif [ -n "$miss" ]; then
+        fail "$name: message names $*" "missing: $(echo "$miss" | tr '\n' ' ')"
+        show stderr "$T/stderr"
+    else
+        pass "$name: message names $* ($(grep -E '^mdflow: ' "$T/stderr" | head -n 1))"
+    fi
+}
+# Frames of an extxyz file, one line each: "<atom count><TAB><comment line>";
+# a last line "TRUNCATED" when the file ends inside a frame.
+frames() {
+    awk 'state == 0 { if ($0 ~ /^[ \t]*$/) next; n = $1 + 0; state = 1; next }
+         state == 1 { printf "%d\t%s\n", n, $0; left = n; state = n > 0 ? 2 : 0; next }
+         state == 2 { if (--left == 0) state = 0 }
+         END { if (state != 0) print "TRUNCATED" }' "$1"
+}
+# Data rows of a thermo log: a step number, then only numbers (6 fields at least).
+thermo_rows() {
+    awk 'NF < 6 || $1 !~ /^[0-9]+$/ { next }
+         { for (i = 2; i <= NF; i++) if ($i !~ /^[-+]?[0-9.]+([eE][-+]?[0-9]+)?$/) next; print }' "$1"
+}
+
+# ---- inputs --------------------------------------------------------------------
+# in.xyz: a periodic fcc argon box, 4x4x4 cells of 5.26 Å (21.04 Å > 2 x (8.5 + 1)),
+# 256 atoms, and an open 13-atom cluster (a centre and its 12 fcc neighbours).
+awk 'BEGIN {
+    a = 5.26; n = 4; L = a * n
+    printf "%d\nLattice=\"%.2f 0 0 0 %.2f 0 0 0 %.2f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
+    split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
+    for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
+        printf "Ar %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
+}' >in.xyz
+cat >>in.xyz <<'EOF'
+13
+Properties=species:S:1:pos:R:3 pbc="F F F"
+Ar 0.0 0.0 0.0
+Ar 2.63 2.63 0.0
+Ar -2.63 -2.63 0.0
+Ar 2.63 -2.63 0.0
+Ar -2.63 2.63 0.0
+Ar 2.63 0.0 2.63
+Ar -2.63 0.0 -2.63
+Ar 2.63 0.0 -2.63
+Ar -2.63 0.0 2.63
+Ar 0.0 2.63 2.63
+Ar 0.0 -2.63 -2.63
+Ar 0.0 2.63 -2.63
+Ar 0.0 -2.63 2.63
+EOF
+P='Properties=species:S:1:pos:R:3'
+PM='Properties=species:S:1:pos:R:3:masses:R:1'
+printf '4\n%s\nAr 0 0 0\nAr 4 0 0\nAr 0 4 0\n' "$P" >truncated.xyz
+printf '3\n%s\nAr 0 0 0\nAr 4 abc 0\nAr 0 4 0\n' "$P" >nonnumeric.xyz
+printf '3\n%s\nAr 0 0 0\nAr 4 0\nAr 0 4 0\n' "$P" >shortline.xyz
+printf 'three\n%s\nAr 0 0 0\nAr 4 0 0\nAr 0 4 0\n' "$P" >badcount.xyz
+printf '3\n%s\nAr 0 0 0\nAr 4 0 0\nXx 0 4 0\n' "$P" >element.xyz
+printf '3\n%s\nAr 0 0 0 39.948\nAr 4 0 0 0\nAr 0 4 0 39.948\n' "$PM" >mass0.xyz
+printf '3\n%s\nAr 0 0 0 39.948\nAr 4 0 0 39.948\nAr 0 4 0 -1.5\n' "$PM" >massneg.xyz
+printf '3\n%s\nAr 0 0 0\nAr 4 0 0\nAr 4 0 0\n' "$P" >overlap.xyz
+printf '2\nLattice="10 0 0 0 10 0 0 0 0" %s pbc="T T T"\nAr 1 1 1\nAr 5 1 1\n' "$P" >zerovolume.xyz
+printf '2\nLattice="10 0 0 0 10 0 0 0 10" %s pbc="T T T"\nAr 1 1 1\nAr 5 1 1\n' "$P" >smallbox.xyz
+
+# md ARGS...: a short, quiet run.
+# shellcheck disable=SC2317 # called through run
+md() { "$MDFLOW" md --steps 5 --quiet "$@"; }
+
+# ---- 1. usage --------------------------------------------------------------------
+for args in "--help" "help" "md --help"; do
+    # shellcheck disable=SC2086 # the words of args are separate arguments
+    run "$MDFLOW" $args
+    if [ "$rc" -eq 0 ] && grep -F -e 'usage:' "$T/stdout" >/dev/null && grep -F -e '--input' "$T/stdout" >/dev/null; then
+        pass "mdflow $args: exit 0, usage mentioning --input"
+    else
+        fail "mdflow $args: exit 0, usage mentioning --input" "exit status $rc; 'usage:' printed: \
+$(grep -c -F -e 'usage:' "$T/stdout"), lines with --input: $(grep -c -F -e '--input' "$T/stdout")"
+        show stdout "$T/stdout"
+    fi
+done
+
+# ---- 2. unknown command, unknown option, missing --input --------------------------
+run "$MDFLOW" frobnicate
+expect_error "unknown command" 2 "frobnicate"
+run md --input in.xyz --frobnicate
+expect_error "unknown option" 2 "--frobnicate"
+run "$MDFLOW" md --steps 5
+expect_error "md without --input" 2 "--input"
+
+# ---- 3. a valid run ---------------------------------------------------------------
+run md --input in.xyz --dt 2 --temperature 50 --output out.xyz
+if [ "$rc" -eq 0 ]; then pass "valid 2-system run: exit 0"; else
+    fail "valid 2-system run: exit 0" "exit status $rc"; show stderr "$T/stderr"; fi
+cp "$T/stdout" run.stdout
+frames out.xyz >out.frames 2>/dev/null
+counts=$(cut -f1 out.frames | tr '\n' ' ')
+if [ "$counts" = "256 13 " ]; then pass "out.xyz: 2 frames of 256 and 13 atoms"; else
+    fail "out.xyz: 2 frames of 256 and 13 atoms" "atom counts per frame: '$counts'"; fi
+nstep=$(grep -c -E '(^|[[:space:]])mdf_step=5([[:space:]]|$)' out.frames)
+ids=$(grep -o -E '(^|[[:space:]])mdf_system_id=[0-9]+' out.frames | sed 's/.*=//' | sort -u | wc -l)
+if [ "$nstep" -eq 2 ] && [ "$ids" -eq 2 ]; then
+    pass "out.xyz: each comment line has mdf_step=5 and its own mdf_system_id"
+else
+    fail "out.xyz: each comment line has mdf_step=5 and its own mdf_system_id" \
+        "comments with mdf_step=5: $nstep, distinct mdf_system_id values: $ids"
+    show "comment lines" out.frames
+fi
+if head -n 1 out.frames | grep -F 'Lattice="21.04' >/dev/null && sed -n 2p out.frames | grep -F 'pbc="F F F"' >/dev/null; then
+    pass "out.xyz: the box keeps its lattice, the cluster stays open"
+else
+    fail "out.xyz: the box keeps its lattice, the cluster stays open"; show "comment lines" out.frames
+fi
+if grep -F 'atom-steps/s' run.stdout >/dev/null; then pass "summary reports atom-steps/s"; else
+    fail "summary reports atom-steps/s"; show stdout run.stdout; fi
+if grep -F 'StarPU workers' run.stdout >/dev/null && grep -E '^[[:space:]]+CPU [0-9]+[[:space:]]+[0-9]+' run.stdout >/dev/null; then
+    pass "summary has a StarPU worker table with CPU rows"
+else
+    fail "summary has a StarPU worker table with CPU rows"; show stdout run.stdout
+fi
+if [ -z "$(thermo_rows run.stdout)" ]; then pass "--quiet prints no thermo rows"; else
+    fail "--quiet prints no thermo rows"; show stdout run.stdout; fi
+run md --input out.xyz
+if [ "$rc" -eq 0 ]; then pass "out.xyz is valid input to mdflow md"; else
+    fail "out.xyz is valid input to mdflow md" "exit status $rc"; show stderr "$T/stderr"; fi
+
+run "$MDFLOW" md --input in.xyz --steps 5 --thermo 1 --thermo-file thermo.txt
+steps=$(thermo_rows thermo.txt 2>/dev/null | awk '{printf "%s ", $1}')
+if [ "$rc" -eq 0 ] && head -n 1 thermo.txt | grep -E '^[[:space:]]*Step[[:space:]]' >/dev/null && [ "$steps" = "0 1 2 3 4 5 " ]; then
+    pass "--thermo 1 --thermo-file: a header and 6 rows, steps 0..5"
+else
+    fail "--thermo 1 --thermo-file: a header and 6 rows, steps 0..5" "exit status $rc; steps of the rows: '$steps'"
+    show thermo.txt thermo.txt; show stderr "$T/stderr"
+fi
+if [ -z "$(thermo_rows "$T/stdout")" ] && grep -F 'atom-steps/s' "$T/stdout" >/dev/null; then
+    pass "--thermo-file: rows go to the file, the summary to stdout"
+else
+    fail "--thermo-file: rows go to the file, the summary to stdout"; show stdout "$T/stdout"
+fi
+run "$MDFLOW" md --input in.xyz --steps 5 --thermo 1 --thermo-per-system --thermo-file thermo2.txt
+steps=$(thermo_rows thermo2.txt 2>/dev/null | awk '{printf "%s:%s ", $1, $2}')
+if [ "$rc" -eq 0 ] && head -n 1 thermo2.txt | grep -E 'Step.*System' >/dev/null \
+    && [ "$steps" = "0:0 0:1 1:0 1:1 2:0 2:1 3:0 3:1 4:0 4:1 5:0 5:1 " ]; then
+    pass "--thermo-per-system: a header and 12 rows, systems 0 and 1 at steps 0..5"
+else
+    fail "--thermo-per-system: a header and 12 rows, systems 0 and 1 at steps 0..5" \
+        "exit status $rc; step:system of the rows: '$steps'"
+    show thermo2.txt thermo2.txt; show stderr "$T/stderr"
+fi
+
+# ---- 4. bad input: exit status 2 and a message naming the file/line or system --------
+run md --input truncated.xyz
+expect_error "truncated file" 2 "truncated.xyz:5" "4 atoms" "line"
+run md --input nonnumeric.xyz
+expect_error "non-numeric coordinate" 2 "nonnumeric.xyz:4" "abc"
+run md --input shortline.xyz
+expect_error "atom line with too few columns" 2 "shortline.xyz:4"
+run md --input badcount.xyz
+expect_error "atom count not a number" 2 "badcount.xyz:1" "three"
+run md --input element.xyz
+expect_error "unknown element" 2 "element.xyz:5" "Xx"
+run md --input mass0.xyz
+expect_error "zero mass" 2 "mass" "system 0" "atom 1"
+run md --input massneg.xyz
+expect_error "negative mass" 2 "mass" "system 0" "atom 2" "-1.5"
+run md --input overlap.xyz
+expect_error "atoms on top of each other" 2 "on top of each other" "system 0" "atoms 1 and 2"
+run md --input zerovolume.xyz
+expect_error "periodic cell of zero volume" 2 "volume" "system 0"
+run md --input smallbox.xyz
+expect_error "box too small for the cutoff" 2 "half the periodic width" "system 0" "<= 5"
+run md --input in.xyz --dt -1
+expect_error "--dt -1" 2 "time step"
+run md --input in.xyz --steps abc
+expect_error "--steps abc" 2 "--steps" "abc"
+# A file that is not there is an I/O failure: any non-zero status, with the path.
+run md --input "$T/no-such-file.xyz"
+expect_error "--input of a missing file" nonzero "$T/no-such-file.xyz"
+
+# ---- 5. nothing already written is lost -----------------------------------------
+printf 'precious output\n' >out.xyz
+cp out.xyz out.saved
+printf 'precious thermo log\n' >thermo.txt
+cp thermo.txt thermo.saved
+for bad in truncated element overlap zerovolume smallbox; do
+    run "$MDFLOW" md --input $bad.xyz --steps 5 --output out.xyz
+    if [ "$rc" -ne 0 ] && cmp -s out.xyz out.saved && [ ! -e out.xyz.tmp ]; then
+        pass "failing run ($bad.xyz) leaves an existing --output file untouched"
+    else
+        fail "failing run ($bad.xyz) leaves an existing --output file untouched" \
+            "exit status $rc; out.xyz $(cmp -s out.xyz out.saved && echo unchanged || echo CHANGED); \
+out.xyz.tmp $([ -e out.xyz.tmp ] && echo left behind || echo absent)"
+        cp out.saved out.xyz
+    fi
+done
+run "$MDFLOW" md --input in.xyz --steps 5 --dt -1 --output out.xyz
+if [ "$rc" -ne 0 ] && cmp -s out.xyz out.saved; then
+    pass "failing run (--dt -1) leaves an existing --output file untouched"
+else
+    fail "failing run (--dt -1) leaves an existing --output file untouched" "exit status $rc"
+    cp out.saved out.xyz
+fi
+for bad in truncated overlap smallbox; do
+    run "$MDFLOW" md --input $bad.xyz --steps 5 --thermo-file thermo.txt
+    if [ "$rc" -ne 0 ] && cmp -s thermo.txt thermo.saved; then
+        pass "rejected input ($bad.xyz) leaves an existing --thermo-file untouched"
+    else
+        fail "rejected input ($bad.xyz) leaves an existing --thermo-file untouched" \
+            "exit status $rc; thermo.txt is now $(wc -c <thermo.txt 2>/dev/null || echo 'missing,') bytes, was $(wc -c <thermo.saved)"
+        cp thermo.saved thermo.txt
+    fi
+done
+run md --input in.xyz --output /nonexistent-dir/out.xyz
+expect_error "--output into a missing directory" nonzero "/nonexistent-dir/out.xyz"
+
+# ---- 6. the default workload -------------------------------------------------------
+# MDFLOW_DATA points nowhere: the dataset is found through the compiled-in paths.
+if command -v timeout >/dev/null 2>&1; then TIMEOUT="timeout 60"; else TIMEOUT=; fi
+start=$(date +%s)
+# shellcheck disable=SC2086 # TIMEOUT is empty or two words
+run env MDFLOW_DATA=/nonexistent $TIMEOUT "$MDFLOW"
+took=$(($(date +%s) - start))
+if [ "$rc" -eq 124 ]; then
+    fail "mdflow (default workload) finishes within 60 s" "killed after ${took} s"
+elif [ "$rc" -eq 0 ] && head -n 1 "$T/stdout" | grep -F 'default workload' >/dev/null \
+    && grep -F 'atom-steps/s' "$T/stdout" >/dev/null; then
+    pass "mdflow (default workload): exit 0, announces the default workload, reports atom-steps/s (${took} s)"
+else
+    fail "mdflow (default workload): exit 0, announces the default workload, reports atom-steps/s" "exit status $rc"
+    show stdout "$T/stdout"; show stderr "$T/stderr"
+fi
+
+finish

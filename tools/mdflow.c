@@ -63,7 +63,7 @@ static void usage_md(FILE *fp)
             "  --window N            steps submitted ahead of completion (default 8)\n"
             "  --sched NAME          StarPU scheduler (STARPU_SCHED wins), e.g. eager, lws, dmda\n"
             "  --ncpus N, --ncuda N  StarPU workers (STARPU_NCPU/STARPU_NCUDA win)\n"
-            "  --quiet               no thermo rows, only the summary\n"
+            "  --quiet               no thermo rows on standard output (--thermo-file still written)\n"
             "  --help                this text\n");
 }
 
@@ -75,7 +75,8 @@ static void usage_main(FILE *fp)
             "commands:\n"
             "  (none)     run the built-in default workload: hundreds of argon systems of mixed\n"
             "             sizes, NVE velocity Verlet, then a summary with StarPU's worker statistics\n"
-            "  md         molecular dynamics of a structure file (mdflow md --help)\n"
+            "  md         molecular dynamics of a structure file:\n"
+            "             mdflow md --input FILE.xyz [--steps N --dt FS ...] (mdflow md --help)\n"
             "  help       this text\n");
 }
 
@@ -218,6 +219,40 @@ static mdf_status write_output(const char *path, mdf_batch *b, mdf_error *err)
     return st;
 }
 
+/* The thermo log goes to PATH.tmp and replaces PATH once the run has
+ * started writing it, so a run refused at validation leaves an existing
+ * log untouched. */
+typedef struct thermo_file {
+    const char *path;
+    char tmp[4096];
+    FILE *fp;
+} thermo_file;
+
+static mdf_status thermo_open(thermo_file *t, const char *path, int quiet, mdf_error *err)
+{
+    memset(t, 0, sizeof *t);
+    if (!path) {
+        t->fp = quiet ? NULL : stdout;
+        return MDF_OK;
+    }
+    t->path = path;
+    snprintf(t->tmp, sizeof t->tmp, "%s.tmp", path);
+    t->fp = fopen(t->tmp, "w");
+    if (!t->fp)
+        return mdf_error_set(err, MDF_ERR_IO, "cannot write the thermo log through '%s': check that the directory "
+                             "exists and is writable", t->tmp);
+    return MDF_OK;
+}
+
+static void thermo_close(thermo_file *t)
+{
+    if (!t->path || !t->fp) return;
+    long written = ftell(t->fp);
+    fclose(t->fp);
+    if (written > 0) rename(t->tmp, t->path);
+    else remove(t->tmp);
+}
+
 static mdf_status run_md(md_options *o, mdf_error *err)
 {
     mdf_frame_list frames;
@@ -226,11 +261,8 @@ static mdf_status run_md(md_options *o, mdf_error *err)
     if (st == MDF_OK && frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s holds no structure", o->input);
     if (st == MDF_OK) st = lj_from_options(o, &frames, err);
-    FILE *thermo = NULL;
-    if (st == MDF_OK && !o->quiet) {
-        thermo = o->thermo_file ? fopen(o->thermo_file, "w") : stdout;
-        if (!thermo) st = mdf_error_set(err, MDF_ERR_IO, "cannot write the thermo log %s", o->thermo_file);
-    }
+    thermo_file thermo = {0};
+    if (st == MDF_OK) st = thermo_open(&thermo, o->thermo_file, o->quiet, err);
     mdf_runtime_config rc;
     mdf_runtime_config_init(&rc);
     rc.sched = o->sched;
@@ -249,7 +281,7 @@ static mdf_status run_md(md_options *o, mdf_error *err)
     if (st == MDF_OK && o->temperature >= 0.0)
         st = mdf_batch_thermalize(batch, o->temperature, (uint64_t)o->seed, o->md.status, err);
     if (o->md.thermo_every < 0) o->md.thermo_every = o->md.steps >= 10 ? o->md.steps / 10 : 1;
-    o->md.thermo = thermo;
+    o->md.thermo = thermo.fp;
     mdf_md_report report;
     if (st == MDF_OK) st = mdf_md_run(batch, model, &o->md, &report, err);
     if (st == MDF_OK && o->output) st = write_output(o->output, batch, err);
@@ -257,7 +289,7 @@ static mdf_status run_md(md_options *o, mdf_error *err)
     mdf_batch_destroy(batch);
     mdf_model_destroy(model);
     if (started) mdf_runtime_stop();
-    if (thermo && thermo != stdout) fclose(thermo);
+    thermo_close(&thermo);
     mdf_frame_list_free(&frames);
     return st;
 }
@@ -278,7 +310,9 @@ static const char *default_dataset(void)
 static int fail(const mdf_error *err)
 {
     fprintf(stderr, "mdflow: %s: %s\n", mdf_status_name(err->code), err->message);
-    return err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE ? 2 : 1;
+    /* 2: the input or the command line must change; 1: anything else. */
+    int bad_input = err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE || err->code == MDF_ERR_PHYSICS;
+    return bad_input ? 2 : 1;
 }
 
 int main(int argc, char **argv)
