@@ -116,18 +116,18 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     const mdf_lj_params *p = (const mdf_lj_params *)STARPU_VECTOR_GET_PTR(buffers[7]);
     const mdf_chunk *c = &args->chunk;
     memset(f + 3 * (size_t)c->touch_begin, 0, sizeof(double) * 3 * (size_t)(c->touch_end - c->touch_begin));
-    /* Wrapped positions x + o of every atom the chunk reads, once. */
-    double *w = malloc(sizeof(double) * 3 * (size_t)(c->touch_end - c->touch_begin));
+    /* Wrapped positions x + o of every atom the chunk reads, once; indexed
+     * like x (entries before touch_begin are unused). */
+    double *w = malloc(sizeof(double) * 3 * (size_t)(c->touch_end > 0 ? c->touch_end : 1));
     if (!w) {
         mdf_lj_cpu_flag_failure(res, c);
         return;
     }
-    w -= 3 * (size_t)c->touch_begin;
     for (int32_t k = 3 * c->touch_begin; k < 3 * c->touch_end; k++) w[k] = x[k] + v.offset[k];
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         res[s].energy = 0.0;
         if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);
         lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, &res[s]);
     }
-    free(w + 3 * (size_t)c->touch_begin);
+    free(w);
 }

@@ -14,7 +14,7 @@
  * neighbours j < i fill them from the back (so front + back is the full list
  * a GPU thread uses without write conflicts). An atom with more than M
  * neighbours is marked overflowed and its forces are computed by walking the
- * cells directly: correct, only slower, and the host enlarges M later.
+ * cells directly: correct, only slower (M is not enlarged during a run).
  *
  * Positions are never wrapped (trajectories stay continuous), so an atom
  * may be any number of cells away from the box. At each build the binning

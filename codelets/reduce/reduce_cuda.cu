@@ -36,8 +36,10 @@ __global__ void reduce_forces_kernel(double *f, int32_t natoms, const reduce_par
     f[k] = sum;
 }
 
-/* One thread per system of [0, nsys): energy and virial, kinetic kept. */
-__global__ void reduce_results_kernel(mdf_sys_result *res, int32_t nsys, const reduce_parts parts)
+/* One thread per system of [0, nsys): energy, and the virial when asked
+ * (else it keeps its value); the kinetic energy is kept. */
+__global__ void reduce_results_kernel(mdf_sys_result *res, int32_t nsys, int32_t want_virial,
+                                      const reduce_parts parts)
 {
     int32_t s = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
     if (s >= nsys) return;
@@ -46,10 +48,12 @@ __global__ void reduce_results_kernel(mdf_sys_result *res, int32_t nsys, const r
         if (s < parts.sys_begin[c] || s >= parts.sys_end[c]) continue;
         const mdf_sys_result *rp = &parts.r[c][s];
         e += rp->energy;
-        for (int k = 0; k < 9; k++) w[k] += rp->virial[k];
+        if (want_virial)
+            for (int k = 0; k < 9; k++) w[k] += rp->virial[k];
     }
     res[s].energy = e;
-    for (int k = 0; k < 9; k++) res[s].virial[k] = w[k];
+    if (want_virial)
+        for (int k = 0; k < 9; k++) res[s].virial[k] = w[k];
 }
 
 /* buffers: force parts[K] R, result parts[K] R, forces W, results RW */
@@ -89,7 +93,7 @@ extern "C" void mdf_reduce_cuda(void *buffers[], void *cl_arg)
         mdf_red_check(cudaMemsetAsync(f + ncomp, 0, sizeof(double) * (nx - (size_t)ncomp), stream));
     if (args->nsys > 0) {
         reduce_results_kernel<<<(args->nsys + MDF_RED_BLOCK - 1) / MDF_RED_BLOCK, MDF_RED_BLOCK, 0, stream>>>(
-            res, args->nsys, parts);
+            res, args->nsys, args->want_virial ? 1 : 0, parts);
         mdf_red_check(cudaGetLastError());
     }
 }
