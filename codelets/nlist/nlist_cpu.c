@@ -98,25 +98,6 @@ typedef struct candidates {
     int32_t *hit;      /* candidates within r_list of the current atom */
 } candidates;
 
-static int candidates_reserve(candidates *c, int32_t cap)
-{
-    if (cap <= c->cap) return 1;
-    free(c->x);
-    free(c->y);
-    free(c->z);
-    free(c->entry);
-    free(c->j);
-    free(c->hit);
-    c->hit = malloc(sizeof(int32_t) * (size_t)cap);
-    c->x = malloc(sizeof(double) * (size_t)cap);
-    c->y = malloc(sizeof(double) * (size_t)cap);
-    c->z = malloc(sizeof(double) * (size_t)cap);
-    c->entry = malloc(sizeof(uint32_t) * (size_t)cap);
-    c->j = malloc(sizeof(int32_t) * (size_t)cap);
-    c->cap = cap;
-    return c->x && c->y && c->z && c->entry && c->j && c->hit;
-}
-
 static void candidates_free(candidates *c)
 {
     free(c->x);
@@ -128,6 +109,20 @@ static void candidates_free(candidates *c)
     memset(c, 0, sizeof *c);
 }
 
+static int candidates_reserve(candidates *c, int32_t cap)
+{
+    if (cap <= c->cap) return 1;
+    candidates_free(c);
+    c->hit = malloc(sizeof(int32_t) * (size_t)cap);
+    c->x = malloc(sizeof(double) * (size_t)cap);
+    c->y = malloc(sizeof(double) * (size_t)cap);
+    c->z = malloc(sizeof(double) * (size_t)cap);
+    c->entry = malloc(sizeof(uint32_t) * (size_t)cap);
+    c->j = malloc(sizeof(int32_t) * (size_t)cap);
+    c->cap = cap;
+    return c->x && c->y && c->z && c->entry && c->j && c->hit;
+}
+
 static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const mdf_nl_bins_view *v,
                    const double *pos, int32_t cell)
 {
@@ -136,9 +131,8 @@ static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const
     c->n = 0;
     while (mdf_nl_walk_next_cell(&w, g, cs)) {
         double sh[3];
-        uint32_t code = (uint32_t)((w.image[0] + 1) * 9 + (w.image[1] + 1) * 3 + (w.image[2] + 1));
-        for (int k = 0; k < 3; k++)
-            sh[k] = w.image[0] * g->basis[k] + w.image[1] * g->basis[3 + k] + w.image[2] * g->basis[6 + k];
+        uint32_t code = mdf_nl_walk_code(&w);
+        mdf_nl_walk_shift(&w, g, sh);
         for (int32_t p = w.pos; p < w.end; p++) {
             int32_t j = v->sorted[p];
             c->x[c->n] = pos[3 * j] + v->offset[3 * j] + sh[0];
@@ -178,25 +172,12 @@ static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_
                 c->hit[hits] = k;
                 hits += (dx * dx + dy * dy + dz * dz < r_list2) & (c->j[k] != i);
             }
-            for (int32_t h = 0; h < hits; h++) {
-                int32_t k = c->hit[h];
-                int is_up = c->j[k] > i;
-                int32_t slot = is_up ? up : M - 1 - down;
-                if (up + down < M) slots[slot] = c->entry[k];
-                up += is_up;
-                down += !is_up;
-            }
+            for (int32_t h = 0; h < hits; h++)
+                mdf_nl_slot_put(slots, M, c->entry[c->hit[h]], c->j[c->hit[h]] > i, &up, &down);
             l->n_up[li] = up;
             l->n_down[li] = down;
         }
     }
-}
-
-static int has_ambiguous_images(const mdf_nl_grid *g)
-{
-    for (int k = 0; k < 3; k++)
-        if (g->periodic[k] && g->n[k] < 3) return 1;
-    return 0;
 }
 
 /* buffers: pos R, atoms R, sys R, bins R, list RW */
@@ -219,7 +200,7 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
         int32_t i1 = si->atom_start + si->natoms;
         if (i1 > c->atom_end) i1 = c->atom_end;
         /* A neighbourhood holds at most the whole system. */
-        if (!has_ambiguous_images(&v.grid[s]) && candidates_reserve(&cand, si->natoms)) {
+        if (!mdf_nl_images_ambiguous(&v.grid[s]) && candidates_reserve(&cand, si->natoms)) {
             build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand);
             continue;
         }

@@ -202,41 +202,6 @@ extern "C" void mdf_nl_bin_cuda(void *buffers[], void *cl_arg)
  * position translated by its cell's image, minus i's wrapped position), so
  * a pair at the edge of r_list is decided as on the CPU, and the entries
  * come in the same order (cells in walk order, atoms in cell order). */
-__device__ static void nl_build_atom_by_cell(int32_t i, const double *pos, const double *offset,
-                                             const mdf_nl_grid *g, const int32_t *cs, const int32_t *sorted,
-                                             const int32_t *cell_of, double r_list2, int32_t M,
-                                             uint32_t *slots, int32_t *n_up_out, int32_t *n_down_out)
-{
-    mdf_nl_walk w;
-    mdf_nl_walk_begin(&w, g, cell_of[i]);
-    const double xi = pos[3 * i] + offset[3 * i], yi = pos[3 * i + 1] + offset[3 * i + 1],
-                 zi = pos[3 * i + 2] + offset[3 * i + 2];
-    int32_t up = 0, down = 0;
-    while (mdf_nl_walk_next_cell(&w, g, cs)) {
-        double sh[3];
-        uint32_t code = (uint32_t)((w.image[0] + 1) * 9 + (w.image[1] + 1) * 3 + (w.image[2] + 1));
-        for (int k = 0; k < 3; k++)
-            sh[k] = w.image[0] * g->basis[k] + w.image[1] * g->basis[3 + k] + w.image[2] * g->basis[6 + k];
-        for (int32_t p = w.pos; p < w.end; p++) {
-            int32_t j = sorted[p];
-            if (j == i) continue;
-            double dx = pos[3 * j] + offset[3 * j] + sh[0] - xi;
-            double dy = pos[3 * j + 1] + offset[3 * j + 1] + sh[1] - yi;
-            double dz = pos[3 * j + 2] + offset[3 * j + 2] + sh[2] - zi;
-            if (!(dx * dx + dy * dy + dz * dz < r_list2)) continue;
-            uint32_t entry = ((uint32_t)j << MDF_NL_IMAGE_BITS) | code;
-            if (up + down < M) {
-                if (j > i) slots[up] = entry;
-                else slots[M - 1 - down] = entry;
-            }
-            if (j > i) up++;
-            else down++;
-        }
-    }
-    *n_up_out = up;
-    *n_down_out = down;
-}
-
 __global__ void nl_build_kernel(const double *pos, const mdf_atom_info *atoms, const mdf_sys_info *sys,
                                 void *bins_blob, void *list_blob, double r_list2, int32_t atom_begin,
                                 int32_t atom_end)
@@ -253,14 +218,8 @@ __global__ void nl_build_kernel(const double *pos, const mdf_atom_info *atoms, c
     const int32_t li = i - atom_begin;
     const int32_t *cs = v.cell_start + si->atom_start + s;
     uint32_t *slots = l.slots + (size_t)li * (size_t)M;
-    int ambiguous = 0;
-    for (int k = 0; k < 3; k++) ambiguous |= g->periodic[k] && g->n[k] < 3;
-    if (!ambiguous)
-        nl_build_atom_by_cell(i, pos, v.offset, g, cs, v.sorted, v.cell_of, r_list2, M, slots, &l.n_up[li],
-                              &l.n_down[li]);
-    else /* small periodic cells: the image depends on the pair (as the CPU) */
-        mdf_nl_build_atom(i, pos, v.offset, si, g, cs, v.sorted, v.cell_of, r_list2, M, slots, &l.n_up[li],
-                          &l.n_down[li]);
+    mdf_nl_build_atom(i, pos, v.offset, si, g, cs, v.sorted, v.cell_of, r_list2, M, slots, &l.n_up[li],
+                      &l.n_down[li]);
 }
 
 /* list_stats of nlist_cpu.c: overflowed atoms and the largest count. */

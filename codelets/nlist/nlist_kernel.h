@@ -270,6 +270,17 @@ MDF_HD int32_t mdf_nl_cell_index(const mdf_nl_grid *g, const double u[3], int32_
 
 /* ---- walking the cells around an atom ---------------------------------- */
 
+/* Whether the images of a system's pairs must be found pair by pair: a
+ * periodic direction with fewer than three cells is visited once per cell,
+ * so the walk cannot tell which image it sees. */
+MDF_HD int mdf_nl_images_ambiguous(const mdf_nl_grid *g)
+{
+    int a = 0;
+    for (int k = 0; k < 3; k++) a |= g->periodic[k] && g->n[k] < 3;
+    return a;
+}
+
+
 /* Visits every atom of the cells adjacent to (and including) atom i's cell,
  * each distinct cell once even when a periodic direction has fewer than
  * three cells. Usage: mdf_nl_walk_begin(...); while (mdf_nl_walk_next(...)). */
@@ -305,8 +316,7 @@ MDF_HD void mdf_nl_walk_begin(mdf_nl_walk *w, const mdf_nl_grid *g, int32_t cell
     w->d[2] = w->dmin[2] - 1; /* first advance lands on dmin */
     w->pos = w->end = 0;
     w->image[0] = w->image[1] = w->image[2] = 0;
-    w->ambiguous = 0;
-    for (int k = 0; k < 3; k++) w->ambiguous |= g->periodic[k] && g->n[k] < 3;
+    w->ambiguous = mdf_nl_images_ambiguous(g);
 }
 
 /* Moves to the next non-empty cell; returns 0 when all were visited.
@@ -352,24 +362,33 @@ MDF_HD int mdf_nl_walk_next(mdf_nl_walk *w, const mdf_nl_grid *g, const int32_t 
 
 /* ---- building one atom's list ------------------------------------------ */
 
-/* Displacement from wrapped position xi to the nearest image of wrapped
- * position xj seen through the walk's current cell; returns its code. */
-MDF_HD uint32_t mdf_nl_walk_displacement(const mdf_nl_walk *w, const mdf_nl_grid *g, const mdf_sys_info *s,
-                                         const double *xi, const double *xj, double d[3])
+/* Image code of the walk's current cell (valid unless w->ambiguous). */
+MDF_HD uint32_t mdf_nl_walk_code(const mdf_nl_walk *w)
 {
-    if (w->ambiguous) {
-        int code = mdf_nl_min_image(xi, xj, s, d);
-        return (uint32_t)(code < 0 ? MDF_NL_NO_IMAGE : code);
-    }
-    double n0 = (double)w->image[0], n1 = (double)w->image[1], n2 = (double)w->image[2];
-    for (int k = 0; k < 3; k++)
-        d[k] = xj[k] - xi[k] + n0 * g->basis[k] + n1 * g->basis[3 + k] + n2 * g->basis[6 + k];
     return (uint32_t)((w->image[0] + 1) * 9 + (w->image[1] + 1) * 3 + (w->image[2] + 1));
 }
 
+/* Cartesian translation of the walk's current cell. */
+MDF_HD void mdf_nl_walk_shift(const mdf_nl_walk *w, const mdf_nl_grid *g, double sh[3])
+{
+    for (int k = 0; k < 3; k++)
+        sh[k] = w->image[0] * g->basis[k] + w->image[1] * g->basis[3 + k] + w->image[2] * g->basis[6 + k];
+}
+
+/* Puts a neighbour entry in an atom's slots: j > i from the front, j < i
+ * from the back, counting past M (overflow) without writing. */
+MDF_HD void mdf_nl_slot_put(uint32_t *slots, int32_t M, uint32_t entry, int is_up, int32_t *up, int32_t *down)
+{
+    int32_t slot = is_up ? *up : M - 1 - *down;
+    if (*up + *down < M) slots[slot] = entry;
+    *up += is_up;
+    *down += !is_up;
+}
+
 /* Fills atom i's slots from the binning just made (positions equal the
- * reference ones). Returns the total neighbour count, which may exceed M:
- * the caller then treats the atom as overflowed. */
+ * reference ones). The image shift is computed once per neighbour cell.
+ * Returns the total neighbour count, which may exceed M: the caller then
+ * treats the atom as overflowed. */
 MDF_HD int32_t mdf_nl_build_atom(int32_t i, const double *pos, const double *offset, const mdf_sys_info *s,
                                  const mdf_nl_grid *g, const int32_t *cell_start_sys,
                                  const int32_t *sorted, const int32_t *cell_of,
@@ -378,23 +397,27 @@ MDF_HD int32_t mdf_nl_build_atom(int32_t i, const double *pos, const double *off
 {
     mdf_nl_walk w;
     mdf_nl_walk_begin(&w, g, cell_of[i]);
-    int32_t up = 0, down = 0, j;
+    int32_t up = 0, down = 0;
     double xi[3];
     mdf_nl_wrapped(pos, offset, i, xi);
-    while (mdf_nl_walk_next(&w, g, cell_start_sys, sorted, &j)) {
-        if (j == i) continue;
-        double xj[3], d[3];
-        mdf_nl_wrapped(pos, offset, j, xj);
-        uint32_t code = mdf_nl_walk_displacement(&w, g, s, xi, xj, d);
-        double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-        if (r2 >= r_list2) continue;
-        uint32_t entry = ((uint32_t)j << MDF_NL_IMAGE_BITS) | code;
-        if (up + down < M) {
-            if (j > i) slots[up] = entry;
-            else slots[M - 1 - down] = entry;
+    while (mdf_nl_walk_next_cell(&w, g, cell_start_sys)) {
+        double sh[3];
+        uint32_t code = mdf_nl_walk_code(&w);
+        mdf_nl_walk_shift(&w, g, sh);
+        for (int32_t p = w.pos; p < w.end; p++) {
+            int32_t j = sorted[p];
+            if (j == i) continue;
+            double xj[3], d[3];
+            mdf_nl_wrapped(pos, offset, j, xj);
+            if (w.ambiguous) {
+                int c = mdf_nl_min_image(xi, xj, s, d);
+                code = (uint32_t)(c < 0 ? MDF_NL_NO_IMAGE : c);
+            } else {
+                for (int k = 0; k < 3; k++) d[k] = xj[k] + sh[k] - xi[k];
+            }
+            if (!(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < r_list2)) continue;
+            mdf_nl_slot_put(slots, M, ((uint32_t)j << MDF_NL_IMAGE_BITS) | code, j > i, &up, &down);
         }
-        if (j > i) up++;
-        else down++;
     }
     *n_up_out = up;
     *n_down_out = down;
