@@ -434,13 +434,25 @@ def case_inlj(work, modes):
         log("  LAMMPS %-6s %s" % (mode, r.get("error") or "loop %.3f s, total %.3f s" % (r["loop_s"], r["wall_s"])))
     ok = {m: r for m, r in per_mode.items() if not r.get("error")}
     mode = min(ok, key=lambda m: ok[m]["loop_s"]) if ok else modes[0]
+    # The same system with mdflow's rebuild rule (any atom moved more than
+    # skin/2): in.lj's "every 20 check no" never checks, which is faster but
+    # can miss pairs. This row compares like with like.
+    checked_in = os.path.join(work, "in.lj.checked")
+    with open(checked_in, "w") as fp:
+        fp.write(INLJ_LAMMPS.format(n=LJ_CELLS, steps=LJ_STEPS).replace(
+            "neigh_modify delay 0 every 20 check no", "neigh_modify delay 0 every 1 check yes"))
+    lg = os.path.join(work, "inlj_checked.log")
+    checked = run_lammps(work, "inlj_lammps_checked", lammps_cmd(mode, checked_in, ["-log", lg, "-screen", "none"]),
+                         [lg], LJ_STEPS)
+    log("  LAMMPS %-6s %s (every 1 check yes)" % (mode, checked.get("error") or "loop %.3f s, total %.3f s"
+                                                  % (checked["loop_s"], checked["wall_s"])))
     md = run_mdflow(work, "inlj_mdflow",
                     mdflow_cmd(xyz, LJ_STEPS, dt_fs, temp_K, 0.3, "Ar:1:1:2.5"))
     log("  mdflow        %s" % (md.get("error") or "loop %.3f s, total %.3f s, shards %d"
                                 % (md["loop_s"], md["wall_s"], md["shards"])))
     res = {"case": "in.lj", "natoms": natoms, "steps": LJ_STEPS, "nsystems": 1,
            "dt_fs": dt_fs, "temperature_K": temp_K, "lammps_mode": mode,
-           "mdflow": md, "lammps": per_mode[mode],
+           "mdflow": md, "lammps": per_mode[mode], "lammps_checked": checked,
            "lammps_modes_tried": {m: {k: r.get(k) for k in ("loop_s", "wall_s", "error")}
                                   for m, r in per_mode.items()}}
     return res, mode
@@ -540,7 +552,7 @@ def finish(res, machine, lammps_note):
     res["quick"] = QUICK
     res["repeat"] = REPEAT
     res["lammps_mode_note"] = lammps_note
-    for side in (md, lmp, res.get("lammps_partitions")):
+    for side in (md, lmp, res.get("lammps_partitions"), res.get("lammps_checked")):
         if side is not None:
             side.setdefault("wall_s", None)
             side.setdefault("loop_s", None)
@@ -549,6 +561,10 @@ def finish(res, machine, lammps_note):
     md.setdefault("shards", None)
     res["ratios"] = {"loop": ratio(md.get("loop_s"), lmp.get("loop_s")),
                      "total": ratio(md.get("wall_s"), lmp.get("wall_s"))}
+    if res.get("lammps_checked") and not res["lammps_checked"].get("error"):
+        c = res["lammps_checked"]
+        res["ratios_vs_checked"] = {"loop": ratio(md.get("loop_s"), c.get("loop_s")),
+                                    "total": ratio(md.get("wall_s"), c.get("wall_s"))}
     if res.get("lammps_partitions"):
         p = res["lammps_partitions"]
         res["ratios_vs_partitions"] = {"loop": ratio(md.get("loop_s"), p.get("loop_s")),
@@ -573,6 +589,8 @@ def print_table(results, machine, mode_desc):
     for r in results:
         md, lmp = r["mdflow"], r["lammps"]
         rows = [(r["case"] + " [" + r["lammps_mode"] + "]", lmp, r["ratios"])]
+        if r.get("ratios_vs_checked"):
+            rows.append(("  vs LAMMPS check yes", r["lammps_checked"], r["ratios_vs_checked"]))
         if r.get("lammps_partitions"):
             rows.append(("  vs LAMMPS %dx1 part." % NCORES, r["lammps_partitions"], r["ratios_vs_partitions"]))
         for i, (name, l, rat) in enumerate(rows):

@@ -8,7 +8,10 @@
 #include "../codelets/reduce/reduce_codelet.h"
 
 #define MDF_DEFAULT_SKIN 1.0
-#define MDF_DEFAULT_CHUNK_ATOMS 8192
+/* Automatic chunk size: enough chunks for every worker to share a batch
+ * of few large systems, but no task below ~1,000 atoms of work. */
+#define MDF_CHUNK_MIN 1024
+#define MDF_CHUNK_MAX 8192
 
 typedef struct shard_ws {
     void *bins_mem;
@@ -36,7 +39,7 @@ struct mdf_compute {
 void mdf_compute_config_init(mdf_compute_config *cfg)
 {
     cfg->skin = MDF_DEFAULT_SKIN;
-    cfg->chunk_atoms = MDF_DEFAULT_CHUNK_ATOMS;
+    cfg->chunk_atoms = 0; /* automatic */
 }
 
 int64_t mdf_compute_evaluations(const mdf_compute *c) { return c->evaluations; }
@@ -181,6 +184,16 @@ static void destroy_shard_ws(shard_ws *w)
     free(w->bins_mem);
 }
 
+/* Two chunks per worker over the whole batch, within [MIN, MAX]. It depends
+ * on the batch and the worker count only, never on the sharding, so a
+ * system's slices (and its sums) are the same whatever the shard count. */
+static int32_t auto_chunk_atoms(const mdf_batch *b)
+{
+    int workers = (int)starpu_worker_get_count();
+    int64_t t = b->natoms / (2 * (workers > 0 ? workers : 1));
+    return (int32_t)(t < MDF_CHUNK_MIN ? MDF_CHUNK_MIN : t > MDF_CHUNK_MAX ? MDF_CHUNK_MAX : t);
+}
+
 /* Slots per atom: the neighbours of the densest expected packing plus 20%. */
 static int32_t list_slots(const mdf_model *m, double r_list)
 {
@@ -199,8 +212,9 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
     if (cfg) c->cfg = *cfg;
     else mdf_compute_config_init(&c->cfg);
     mdf_status st = MDF_OK;
-    if (!(c->cfg.skin >= 0.0) || c->cfg.chunk_atoms < 1)
-        st = mdf_error_set(err, MDF_ERR_INVALID, "skin must be >= 0 Å and chunk size >= 1 atom");
+    if (!(c->cfg.skin >= 0.0) || c->cfg.chunk_atoms < 0)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "skin must be >= 0 Å and chunk size >= 0 atoms (0: automatic)");
+    if (c->cfg.chunk_atoms == 0) c->cfg.chunk_atoms = auto_chunk_atoms(b);
     c->r_list = mdf_model_cutoff(m) + c->cfg.skin;
     c->slots = list_slots(m, c->r_list);
     for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) st = check_system(c, i, err);

@@ -22,7 +22,7 @@ void mdf_md_config_init(mdf_md_config *cfg)
     cfg->integrator = "velocity_verlet";
     cfg->dt_fs = 1.0;
     cfg->skin = 1.0;
-    cfg->chunk_atoms = 8192;
+    cfg->chunk_atoms = 0; /* automatic */
     cfg->window = MDF_DEFAULT_WINDOW;
 }
 

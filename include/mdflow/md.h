@@ -19,7 +19,9 @@ typedef struct mdf_md_config {
     int64_t steps;
     int32_t status;           /* only systems with this status move */
     double skin;              /* Å added to the cutoff for neighbour lists */
-    int32_t chunk_atoms;      /* a shard's model work is split above this */
+    int32_t chunk_atoms;      /* a shard's model work is split above this
+                               * many atoms; 0: automatic, 1024-8192 from
+                               * the batch size and the worker count */
     int window;               /* steps submitted ahead of completion */
     int64_t thermo_every;     /* a thermo row every N steps; 0: none */
     int thermo_per_system;    /* 1: one row per system; 0: batch totals */
