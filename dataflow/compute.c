@@ -257,8 +257,17 @@ mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
     if (w->nchunks == 0) return MDF_OK;
     mdf_nl_bin_args bin = {.work = sh->natoms, .r_list = c->r_list,
                            .half_skin2 = 0.25 * c->cfg.skin * c->cfg.skin, .nsys = sh->nsys};
-    mdf_status st = submitted(mdf_insert_nl_bin(sh->pos, sh->sys, w->bins, &bin), "cell binning", k, err);
-    for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
+    mdf_status st = MDF_OK;
+    if (w->nchunks == 1) { /* binning and the only list in one task */
+        mdf_nl_update_args u = {.work = (int64_t)sh->natoms * c->slots, .bin = bin,
+                                .build = {.work = (int64_t)sh->natoms * c->slots,
+                                          .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[0]}};
+        st = submitted(mdf_insert_nl_update(sh->pos, sh->atoms, sh->sys, w->bins, w->lists[0], &u),
+                       "neighbour lists", k, err);
+    } else {
+        st = submitted(mdf_insert_nl_bin(sh->pos, sh->sys, w->bins, &bin), "cell binning", k, err);
+    }
+    for (int q = 0; st == MDF_OK && w->nchunks > 1 && q < w->nchunks; q++) {
         mdf_nl_build_args build = {.work = (int64_t)(w->chunks[q].atom_end - w->chunks[q].atom_begin) * c->slots,
                                    .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q]};
         st = submitted(mdf_insert_nl_build(sh->pos, sh->atoms, sh->sys, w->bins, w->lists[q], &build),

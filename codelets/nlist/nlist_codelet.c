@@ -4,6 +4,7 @@
 
 MDF_PERFMODEL(nl_bin_model, "mdf_nl_bin");
 MDF_PERFMODEL(nl_build_model, "mdf_nl_build");
+MDF_PERFMODEL(nl_update_model, "mdf_nl_update");
 
 static struct starpu_codelet nl_bin_cl = {
     .cpu_funcs = {mdf_nl_bin_cpu},
@@ -30,6 +31,26 @@ static struct starpu_codelet nl_build_cl = {
     .model = &nl_build_model,
     .name = "mdf_nl_build",
 };
+
+static struct starpu_codelet nl_update_cl = {
+    .cpu_funcs = {mdf_nl_update_cpu},
+    .cpu_funcs_name = {"mdf_nl_update_cpu"},
+#if MDF_CUDA_ENABLED
+    .cuda_funcs = {mdf_nl_update_cuda},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+    .nbuffers = 5,
+    .modes = {STARPU_R, STARPU_R, STARPU_R, STARPU_RW, STARPU_RW},
+    .model = &nl_update_model,
+    .name = "mdf_nl_update",
+};
+
+int mdf_insert_nl_update(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
+                         starpu_data_handle_t bins, starpu_data_handle_t list, const mdf_nl_update_args *args)
+{
+    starpu_data_handle_t h[] = {pos, atoms, sys, bins, list};
+    return mdf_submit(&nl_update_cl, args, sizeof *args, 5, h, NULL, "mdf_nl_update");
+}
 
 int mdf_insert_nl_bin(starpu_data_handle_t pos, starpu_data_handle_t sys, starpu_data_handle_t bins,
                       const mdf_nl_bin_args *args)

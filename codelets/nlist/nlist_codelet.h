@@ -23,7 +23,17 @@ typedef struct mdf_nl_build_args {
     mdf_chunk chunk;
 } mdf_nl_build_args;
 
+/* Binning and the lists of a shard's only chunk, as one task: saves a
+ * task and a dependency hop per step for shards of small systems. */
+typedef struct mdf_nl_update_args {
+    int64_t work;          /* atoms of the shard times slots */
+    mdf_nl_bin_args bin;
+    mdf_nl_build_args build;
+} mdf_nl_update_args;
+
 void mdf_nl_bin_cpu(void *buffers[], void *cl_arg);
+void mdf_nl_update_cpu(void *buffers[], void *cl_arg);
+void mdf_nl_update_cuda(void *buffers[], void *cl_arg);
 void mdf_nl_build_cpu(void *buffers[], void *cl_arg);
 void mdf_nl_bin_cuda(void *buffers[], void *cl_arg);
 void mdf_nl_build_cuda(void *buffers[], void *cl_arg);
@@ -36,6 +46,11 @@ int mdf_insert_nl_bin(starpu_data_handle_t pos, starpu_data_handle_t sys, starpu
 int mdf_insert_nl_build(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
                         starpu_data_handle_t bins, starpu_data_handle_t list,
                         const mdf_nl_build_args *args);
+
+/* Bins, then rebuilds the lists of the single chunk
+ * (pos R, atoms R, sys R, bins RW, list RW). */
+int mdf_insert_nl_update(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
+                         starpu_data_handle_t bins, starpu_data_handle_t list, const mdf_nl_update_args *args);
 
 /* CPU binning of one system (also used by tests as the reference). */
 void mdf_nl_bin_system(const double *pos, const mdf_sys_info *s, int32_t sidx, mdf_nl_bins_view *v,

@@ -180,6 +180,15 @@ static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_
     }
 }
 
+/* buffers: pos R, atoms R, sys R, bins RW, list RW */
+void mdf_nl_update_cpu(void *buffers[], void *cl_arg)
+{
+    const mdf_nl_update_args *args = (const mdf_nl_update_args *)cl_arg;
+    void *bin_buffers[3] = {buffers[0], buffers[2], buffers[3]};
+    mdf_nl_bin_cpu(bin_buffers, (void *)&args->bin);
+    mdf_nl_build_cpu(buffers, (void *)&args->build);
+}
+
 /* buffers: pos R, atoms R, sys R, bins R, list RW */
 void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
 {

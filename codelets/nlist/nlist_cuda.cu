@@ -270,3 +270,12 @@ extern "C" void mdf_nl_build_cuda(void *buffers[], void *cl_arg)
     nl_stats_kernel<<<1, MDF_NL_STATS_BLOCK, 0, stream>>>(list_blob);
     mdf_nl_check_launch();
 }
+
+/* Binning, then the lists of the shard's only chunk, on the same stream. */
+extern "C" void mdf_nl_update_cuda(void *buffers[], void *cl_arg)
+{
+    const mdf_nl_update_args *args = (const mdf_nl_update_args *)cl_arg;
+    void *bin_buffers[3] = {buffers[0], buffers[2], buffers[3]};
+    mdf_nl_bin_cuda(bin_buffers, (void *)&args->bin);
+    mdf_nl_build_cuda(buffers, (void *)&args->build);
+}
