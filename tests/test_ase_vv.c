@@ -299,11 +299,7 @@ int main(void)
     };
     int rc = cmocka_run_group_tests(tests, setup_reference, teardown_reference);
     tu_stop();
-    if (rc == 0) {
-        char cmd[1100];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
-    }
+    if (rc == 0) tu_remove_tree(g_dir); /* kept for inspection on failure */
     free(g_dir);
     return rc;
 }

@@ -532,11 +532,7 @@ int main(void)
            g_run, g_max_e, g_max_f, g_max_p);
     tu_stop();
     if (rc != 0) fprintf(stderr, "LAMMPS inputs and outputs of the last case kept in %s\n", g_dir);
-    if (rc == 0) {
-        char cmd[1100];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
-    }
+    if (rc == 0) tu_remove_tree(g_dir); /* kept for inspection on failure */
     free(g_dir);
     return rc;
 }

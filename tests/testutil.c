@@ -142,6 +142,13 @@ char *tu_tmpdir(void)
     return t;
 }
 
+void tu_remove_tree(const char *dir)
+{
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int tu_have(const char *name)
 {
     char cmd[512];

@@ -34,6 +34,8 @@ mdf_lj_config tu_argon(double cutoff, int shift);
 
 /* A fresh directory under /tmp; caller frees the string. */
 char *tu_tmpdir(void);
+/* Removes a directory made by tu_tmpdir and everything in it. */
+void tu_remove_tree(const char *dir);
 /* 1 if `command -v name` succeeds. */
 int tu_have(const char *name);
 /* Python with ASE (MDF_PYTHON or /usr/bin/python3), or NULL if none. */
