@@ -8,7 +8,6 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,19 +16,12 @@
 
 #include "mdflow/frame.h"
 #include "mdflow/xyz.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixtures                                                                  */
 
 static char tmpdir[256];
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static int setup_dir(void **state)
 {
@@ -41,7 +33,7 @@ static int setup_dir(void **state)
 static int teardown_dir(void **state)
 {
     (void)state;
-    return nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return tu_remove_tree(tmpdir);
 }
 
 /* Path of name inside the test directory (a static buffer per call slot, so

@@ -14,7 +14,6 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 
 #include "mdflow/frame.h"
 #include "mdflow/xyz.h"
+#include "testutil.h"
 
 static const char *python;
 static char script[4096];
@@ -76,14 +76,6 @@ static const char *path_of(const char *name)
     return buf[slot];
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 /* Creates the temporary directory and lets ASE write its file there. */
 static int setup(void **state)
 {
@@ -98,7 +90,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    return nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return tu_remove_tree(tmpdir);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1,5 +1,6 @@
 /* mdflow tests — shared helpers. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,11 +143,19 @@ char *tu_tmpdir(void)
     return t;
 }
 
-void tu_remove_tree(const char *dir)
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
-    char cmd[1100];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+int tu_remove_tree(const char *dir)
+{
+    int rc = nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (rc != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return rc;
 }
 
 int tu_have(const char *name)

@@ -35,7 +35,7 @@ mdf_lj_config tu_argon(double cutoff, int shift);
 /* A fresh directory under /tmp; caller frees the string. */
 char *tu_tmpdir(void);
 /* Removes a directory made by tu_tmpdir and everything in it. */
-void tu_remove_tree(const char *dir);
+int tu_remove_tree(const char *dir); /* 0 on success */
 /* 1 if `command -v name` succeeds. */
 int tu_have(const char *name);
 /* Python with ASE (MDF_PYTHON or /usr/bin/python3), or NULL if none. */
