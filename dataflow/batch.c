@@ -391,13 +391,27 @@ mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_b
     return MDF_OK;
 }
 
+#define MDF_SHARD_HANDLES 6
+
+/* Every handle of a shard, for loops that treat them alike. */
+static void shard_handles(const mdf_shard *s, starpu_data_handle_t hs[MDF_SHARD_HANDLES])
+{
+    hs[0] = s->pos;
+    hs[1] = s->vel;
+    hs[2] = s->force;
+    hs[3] = s->atoms;
+    hs[4] = s->sys;
+    hs[5] = s->res;
+}
+
 void mdf_batch_destroy(mdf_batch *b)
 {
     if (!b) return;
     for (int k = 0; k < b->nshards; k++) {
         mdf_shard *s = &b->shards[k];
-        starpu_data_handle_t hs[] = {s->pos, s->vel, s->force, s->atoms, s->sys, s->res};
-        for (size_t h = 0; h < sizeof hs / sizeof hs[0]; h++)
+        starpu_data_handle_t hs[MDF_SHARD_HANDLES];
+        shard_handles(s, hs);
+        for (int h = 0; h < MDF_SHARD_HANDLES; h++)
             if (hs[h]) starpu_data_unregister(hs[h]);
     }
     free_arrays(b);
@@ -408,8 +422,9 @@ mdf_status mdf_batch_sync(mdf_batch *b, mdf_error *err)
 {
     for (int k = 0; k < b->nshards; k++) {
         mdf_shard *s = &b->shards[k];
-        starpu_data_handle_t hs[] = {s->pos, s->vel, s->force, s->atoms, s->sys, s->res};
-        for (size_t h = 0; h < sizeof hs / sizeof hs[0]; h++) {
+        starpu_data_handle_t hs[MDF_SHARD_HANDLES];
+        shard_handles(s, hs);
+        for (int h = 0; h < MDF_SHARD_HANDLES; h++) {
             /* Acquire then release: waits for writers and leaves a valid copy
              * in main memory, where the batch's arrays are. */
             int ret = starpu_data_acquire(hs[h], STARPU_R);
