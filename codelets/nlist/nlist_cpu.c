@@ -9,6 +9,13 @@
  * periodic ones, the atoms' extent along open ones. */
 static void bin_bounds(const double *pos, const mdf_sys_info *s, mdf_nl_grid *g)
 {
+    if (g->periodic[0] && g->periodic[1] && g->periodic[2]) { /* no extent to measure */
+        for (int k = 0; k < 3; k++) {
+            g->lo[k] = 0.0;
+            g->span[k] = 1.0;
+        }
+        return;
+    }
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     int32_t a1 = s->atom_start + s->natoms;
     for (int32_t a = s->atom_start; a < a1; a++) {
