@@ -40,6 +40,25 @@ static double frame_mass(const mdf_frame *f, int64_t a)
     return f->masses ? f->masses[a] : mdf_element_mass(f->numbers[a]);
 }
 
+/* Frozen atoms come from an extxyz column: "fixed" (L:1 or I:1, true =
+ * frozen) or ASE's "move_mask" (L:3, all false = frozen). */
+static int frame_atom_frozen(const mdf_frame *f, int64_t a)
+{
+    for (size_t k = 0; k < f->nextra; k++) {
+        const mdf_extra_column *c = &f->extra[k];
+        if (strcmp(c->name, "fixed") == 0 && c->ncols == 1) {
+            const char *t = c->tokens[a];
+            return t[0] == 'T' || t[0] == 't' || (t[0] >= '1' && t[0] <= '9');
+        }
+        if (strcmp(c->name, "move_mask") == 0 && c->ncols == 3) {
+            int movable = 0;
+            for (int d = 0; d < 3; d++) movable |= c->tokens[3 * a + d][0] == 'T' || c->tokens[3 * a + d][0] == 't';
+            return !movable;
+        }
+    }
+    return 0;
+}
+
 typedef struct sort_key {
     double s;        /* projection on an irrational direction */
     double w[3];     /* wrapped (or ghost) Cartesian position */
@@ -210,6 +229,8 @@ static void register_shard(mdf_batch *b, mdf_shard *s)
                                 sizeof(mdf_sys_info));
     starpu_vector_data_register(&s->res, STARPU_MAIN_RAM, (uintptr_t)(b->res + s->sys_off), ns,
                                 sizeof(mdf_sys_result));
+    starpu_vector_data_register(&s->state, STARPU_MAIN_RAM, (uintptr_t)(b->state + s->sys_off), ns,
+                                sizeof(mdf_sys_state));
     char name[64];
     snprintf(name, sizeof name, "pos[%d]", s->index);
     starpu_data_set_name(s->pos, name);
@@ -254,6 +275,8 @@ static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_sh
     const char *step = mdf_frame_get_info(f, "mdf_step");
     s->step = step ? strtoll(step, NULL, 10) : 0;
     b->res[slot].energy = f->has_energy ? f->energy : 0.0;
+    b->res[slot].energy_prev = NAN; /* no previous step for the energy criterion */
+    b->res[slot].fmax = NAN;
     int64_t base = sh->atom_off + local_atom;
     for (int64_t a = 0; a < f->natoms; a++) {
         mdf_atom_info *ai = &b->atoms[base + a];
@@ -261,6 +284,7 @@ static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_sh
         ai->mass = frame_mass(f, a);
         ai->inv_mass = 1.0 / ai->mass;
         ai->sys = local_sys;
+        ai->flags = frame_atom_frozen(f, a) ? MDF_ATOM_FROZEN : 0;
         for (int k = 0; k < 3; k++) {
             b->pos[3 * (base + a) + k] = f->positions[3 * a + k];
             b->vel[3 * (base + a) + k] = f->velocities ? f->velocities[3 * a + k] : 0.0;
@@ -289,10 +313,11 @@ static mdf_status alloc_arrays(mdf_batch *b, mdf_error *err)
     b->atoms = zalloc(na, sizeof(mdf_atom_info));
     b->sys = zalloc(ns, sizeof(mdf_sys_info));
     b->res = zalloc(ns, sizeof(mdf_sys_result));
+    b->state = zalloc(ns, sizeof(mdf_sys_state));
     b->meta = calloc(ns ? ns : 1, sizeof(mdf_sys_meta));
     b->sys_slot = calloc(ns ? ns : 1, sizeof(int64_t));
     b->shards = calloc((size_t)b->nshards, sizeof(mdf_shard));
-    if (!b->pos || !b->vel || !b->force || !b->atoms || !b->sys || !b->res || !b->meta ||
+    if (!b->pos || !b->vel || !b->force || !b->atoms || !b->sys || !b->res || !b->state || !b->meta ||
         !b->sys_slot || !b->shards)
         return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a batch of %zu systems and %zu atoms",
                              ns, na);
@@ -316,6 +341,7 @@ static void free_arrays(mdf_batch *b)
     free(b->atoms);
     free(b->sys);
     free(b->res);
+    free(b->state);
     free(b->sys_slot);
     free(b->shards);
 }
@@ -391,7 +417,7 @@ mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_b
     return MDF_OK;
 }
 
-#define MDF_SHARD_HANDLES 6
+#define MDF_SHARD_HANDLES 7
 
 /* Every handle of a shard, for loops that treat them alike. */
 static void shard_handles(const mdf_shard *s, starpu_data_handle_t hs[MDF_SHARD_HANDLES])
@@ -402,6 +428,7 @@ static void shard_handles(const mdf_shard *s, starpu_data_handle_t hs[MDF_SHARD_
     hs[3] = s->atoms;
     hs[4] = s->sys;
     hs[5] = s->res;
+    hs[6] = s->state;
 }
 
 void mdf_batch_destroy(mdf_batch *b)
@@ -458,6 +485,10 @@ mdf_status mdf_batch_get_system(const mdf_batch *b, size_t i, mdf_system_view *o
     out->natoms = s->natoms;
     out->potential_energy = r->energy;
     out->kinetic_energy = r->kinetic;
+    out->extra_energy = r->extra_energy;
+    out->fmax = r->fmax;
+    out->stage_step = s->stage_step;
+    out->flags = s->flags;
     memcpy(out->virial, r->virial, sizeof out->virial);
     memcpy(out->cell, s->cell, sizeof out->cell);
     for (int k = 0; k < 3; k++) out->pbc[k] = s->pbc[k];
@@ -514,4 +545,31 @@ mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out, mdf
     }
     if (st != MDF_OK) mdf_frame_free(out);
     return st;
+}
+
+mdf_status mdf_batch_set_frozen(mdf_batch *b, size_t i, int64_t atom, int frozen, mdf_error *err)
+{
+    mdf_status st = check_index(b, i, err);
+    if (st != MDF_OK) return st;
+    int64_t slot = b->sys_slot[i];
+    const mdf_sys_info *s = &b->sys[slot];
+    if (atom < 0 || atom >= s->natoms)
+        return mdf_error_set(err, MDF_ERR_INVALID, "system %zu (id %lld) has %d atoms: atom %lld does not exist",
+                             i, (long long)s->id, s->natoms, (long long)atom);
+    const mdf_shard *sh = mdf_batch_slot_shard(b, slot);
+    /* Tasks may hold the atoms: take them for writing through StarPU. */
+    if (starpu_data_acquire(sh->atoms, STARPU_RW) != 0)
+        return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's atoms", sh->index);
+    mdf_atom_info *ai = &b->atoms[sh->atom_off + s->atom_start + atom];
+    ai->flags = frozen ? (ai->flags | MDF_ATOM_FROZEN) : (ai->flags & ~MDF_ATOM_FROZEN);
+    starpu_data_release(sh->atoms);
+    return MDF_OK;
+}
+
+int mdf_batch_is_frozen(const mdf_batch *b, size_t i, int64_t atom)
+{
+    if (i >= b->nsys) return 0;
+    int64_t slot = b->sys_slot[i];
+    if (atom < 0 || atom >= b->sys[slot].natoms) return 0;
+    return (b->atoms[mdf_batch_slot_atom(b, slot) + atom].flags & MDF_ATOM_FROZEN) != 0;
 }

@@ -19,6 +19,7 @@ typedef struct mdf_shard {
     starpu_data_handle_t atoms;  /* atom_cap mdf_atom_info */
     starpu_data_handle_t sys;    /* sys_cap mdf_sys_info */
     starpu_data_handle_t res;    /* sys_cap mdf_sys_result */
+    starpu_data_handle_t state;  /* sys_cap mdf_sys_state (integrator state) */
 } mdf_shard;
 
 /* Keys of a frame that the batch keeps for get_frame (per system). */
@@ -34,6 +35,7 @@ struct mdf_batch {
     mdf_atom_info *atoms;
     mdf_sys_info *sys;
     mdf_sys_result *res;
+    mdf_sys_state *state;
     mdf_sys_meta *meta;           /* sys_cap, by slot */
     int64_t *sys_slot;            /* batch system index -> slot in sys/res/meta */
     int nshards;

@@ -40,6 +40,8 @@ void mdf_compute_config_init(mdf_compute_config *cfg)
 {
     cfg->skin = MDF_DEFAULT_SKIN;
     cfg->chunk_atoms = 0; /* automatic */
+    cfg->status_lo = INT32_MIN;
+    cfg->status_hi = INT32_MAX;
 }
 
 int64_t mdf_compute_evaluations(const mdf_compute *c) { return c->evaluations; }
@@ -256,7 +258,8 @@ mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
     shard_ws *w = &c->ws[k];
     if (w->nchunks == 0) return MDF_OK;
     mdf_nl_bin_args bin = {.work = sh->natoms, .r_list = c->r_list,
-                           .half_skin2 = 0.25 * c->cfg.skin * c->cfg.skin, .nsys = sh->nsys};
+                           .half_skin2 = 0.25 * c->cfg.skin * c->cfg.skin, .nsys = sh->nsys,
+                           .status_lo = c->cfg.status_lo, .status_hi = c->cfg.status_hi};
     mdf_status st = MDF_OK;
     if (w->nchunks == 1) { /* binning and the only list in one task */
         mdf_nl_update_args u = {.work = (int64_t)sh->natoms * c->slots, .bin = bin,
@@ -278,7 +281,7 @@ mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
         mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
                             .bins = w->bins, .forces = split ? w->fparts[q] : sh->force,
                             .results = split ? w->rparts[q] : sh->res, .chunk = w->chunks[q],
-                            .flags = flags};
+                            .flags = flags, .status_lo = c->cfg.status_lo, .status_hi = c->cfg.status_hi};
         st = submitted(c->m->ops->insert(c->m, &t), "the model", k, err);
     }
     if (st == MDF_OK && split) {

@@ -15,6 +15,8 @@ typedef struct mdf_model_task {
     starpu_data_handle_t pos, atoms, sys, list, bins, forces, results;
     mdf_chunk chunk;
     int flags;             /* MDF_COMPUTE_* */
+    int32_t status_lo, status_hi; /* evaluate only systems with a status in
+                                   * [lo, hi]; the others keep their results */
 } mdf_model_task;
 
 typedef struct mdf_model_ops {

@@ -1,23 +1,65 @@
-/* mdflow — what an integrator provides to a stage (internal): the two
- * halves of its step as task submissions for one shard. A new integrator is
- * one file defining an mdf_integrator_ops plus one line in registry.c. */
+/* mdflow — what an integrator or optimiser provides to a stage (internal):
+ * the two halves of its step as task submissions for one shard. A new method
+ * is one file defining an mdf_integrator_ops (its kernels in a
+ * codelets/<name>/ folder) plus one line in registry.c.
+ *
+ * Contract of the tasks a method submits, for the systems whose status is
+ * ctx->status (all other systems untouched):
+ *   pre_update   runs before the model: typically moves positions.
+ *   post_update  runs after the model (forces at the new positions): must
+ *                leave res.kinetic (eV; 0 for optimisers), increment
+ *                sys.step and sys.stage_step, and keep res.extra_energy
+ *                (thermostat/barostat part of the conserved quantity).
+ * Per-system state lives in the shard's `state` handle (mdf_sys_state): a
+ * block with owner == 0 is fresh (the system just entered the stage) and
+ * must be initialised by the method before use, then owner set to 1. Random
+ * numbers come from Philox keyed by (seed, system id) and counted by
+ * (sys.step, atom, component), so they are independent of sharding and of
+ * the worker that runs the task. */
 #ifndef MDF_INTEGRATOR_H
 #define MDF_INTEGRATOR_H
 
 #include "../dataflow/batch_internal.h"
+#include "mdflow/stage.h"
+
+typedef struct mdf_step_ctx {
+    const mdf_shard *sh;             /* pos, vel, force, atoms, sys, res, state */
+    starpu_data_handle_t work;       /* per-shard workspace (ops->work_bytes), else NULL */
+    const mdf_dynamics_params *p;
+    double dt;                       /* params.dt_fs in internal time units */
+    int32_t status;                  /* the stage's systems */
+    int64_t step;                    /* the stage's step (1, 2, ...) */
+} mdf_step_ctx;
+
+/* ops->flags */
+#define MDF_INTEG_OPTIMISER 1     /* moves down the forces; velocities are its own */
+#define MDF_INTEG_NEEDS_VIRIAL 2  /* reads res.virial in pre_update: model computes it every step */
 
 typedef struct mdf_integrator_ops {
     const char *name;
     const char *summary;
-    /* Before the model: typically moves positions. */
-    int (*pre_update)(const mdf_shard *sh, double dt, int32_t status);
-    /* After the model: typically completes velocities, kinetic energy and
-     * the step count. */
-    int (*post_update)(const mdf_shard *sh, double dt, int32_t status);
+    unsigned flags;
+    /* Optional: checks the method's parameters; the message names the
+     * parameter and its valid range. */
+    mdf_status (*check)(const mdf_dynamics_params *p, mdf_error *err);
+    /* Optional: bytes of a per-shard workspace (registered by the stage as
+     * one StarPU vector of bytes, zeroed, passed as ctx->work). */
+    size_t (*work_bytes)(const mdf_dynamics_params *p, int32_t atom_cap, int32_t sys_cap);
+    int (*pre_update)(const mdf_step_ctx *c);
+    int (*post_update)(const mdf_step_ctx *c);
 } mdf_integrator_ops;
 
 const mdf_integrator_ops *mdf_find_integrator(const char *name);
 
+/* The registered methods (one file each). */
 extern const mdf_integrator_ops mdf_velocity_verlet;
+extern const mdf_integrator_ops mdf_langevin;
+extern const mdf_integrator_ops mdf_nose_hoover;
+extern const mdf_integrator_ops mdf_bussi;
+extern const mdf_integrator_ops mdf_npt;
+extern const mdf_integrator_ops mdf_fire;
+extern const mdf_integrator_ops mdf_fire2;
+extern const mdf_integrator_ops mdf_gd;
+extern const mdf_integrator_ops mdf_lbfgs;
 
 #endif

@@ -1,28 +1,43 @@
-/* mdflow — the registries: one line per integrator and per model. */
+/* mdflow — the registries: one line per integrator or optimiser, one per
+ * model. */
 #include <string.h>
 #include "integrator.h"
-#include "mdflow/md.h"
+#include "mdflow/stage.h"
 #include "mdflow/model.h"
 
 static const mdf_integrator_ops *const integrators[] = {
     &mdf_velocity_verlet,
 };
 
+/* Names users also type (the ensemble names of `mdflow md --ensemble`). */
+static const struct {
+    const char *alias, *name;
+} aliases[] = {
+    {"nve", "velocity_verlet"}, {"verlet", "velocity_verlet"}, {"nvt-langevin", "langevin"},
+    {"nose-hoover", "nose_hoover"}, {"nhc", "nose_hoover"}, {"csvr", "bussi"}, {"l-bfgs", "lbfgs"},
+};
+
 static const char *const model_names[] = {"lj", NULL};
 
 const mdf_integrator_ops *mdf_find_integrator(const char *name)
 {
+    for (size_t k = 0; k < sizeof aliases / sizeof aliases[0]; k++)
+        if (strcmp(aliases[k].alias, name) == 0) name = aliases[k].name;
     for (size_t k = 0; k < sizeof integrators / sizeof integrators[0]; k++)
         if (strcmp(integrators[k]->name, name) == 0) return integrators[k];
-    /* Common aliases. */
-    if (strcmp(name, "nve") == 0 || strcmp(name, "verlet") == 0) return &mdf_velocity_verlet;
     return NULL;
 }
 
 size_t mdf_integrator_count(void) { return sizeof integrators / sizeof integrators[0]; }
 
-const char *mdf_integrator_name(size_t k)
+const char *mdf_integrator_name(size_t k) { return k < mdf_integrator_count() ? integrators[k]->name : NULL; }
+
+const char *mdf_integrator_summary(size_t k) { return k < mdf_integrator_count() ? integrators[k]->summary : NULL; }
+
+int mdf_integrator_is_optimiser(const char *name)
 {
-    return k < mdf_integrator_count() ? integrators[k]->name : NULL;
+    const mdf_integrator_ops *o = name ? mdf_find_integrator(name) : NULL;
+    return o ? (o->flags & MDF_INTEG_OPTIMISER) != 0 : -1;
 }
+
 const char *const *mdf_model_names(void) { return model_names; }

@@ -2,15 +2,17 @@
 #include "integrator.h"
 #include "../codelets/verlet/verlet_codelet.h"
 
-static int vv_pre(const mdf_shard *sh, double dt, int32_t status)
+static int vv_pre(const mdf_step_ctx *c)
 {
-    mdf_vv_args a = {.dt = dt, .status = status, .nsys = sh->nsys};
+    const mdf_shard *sh = c->sh;
+    mdf_vv_args a = {.dt = c->dt, .status = c->status, .nsys = sh->nsys};
     return mdf_insert_vv_pre(sh->pos, sh->vel, sh->force, sh->atoms, sh->sys, sh->natoms, &a);
 }
 
-static int vv_post(const mdf_shard *sh, double dt, int32_t status)
+static int vv_post(const mdf_step_ctx *c)
 {
-    mdf_vv_args a = {.dt = dt, .status = status, .nsys = sh->nsys};
+    const mdf_shard *sh = c->sh;
+    mdf_vv_args a = {.dt = c->dt, .status = c->status, .nsys = sh->nsys};
     return mdf_insert_vv_post(sh->vel, sh->force, sh->atoms, sh->sys, sh->res, sh->natoms, &a);
 }
 

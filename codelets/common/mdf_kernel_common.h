@@ -16,13 +16,30 @@
 #define MDF_HD static inline
 #endif
 
+/* Per-atom flags (mdf_atom_info.flags). */
+#define MDF_ATOM_FROZEN 1  /* held in place: forces and velocities zeroed by the freeze hook */
+
 /* Constant per-atom data. */
 typedef struct mdf_atom_info {
     double mass;       /* amu */
     double inv_mass;
     int32_t z;         /* atomic number */
     int32_t sys;       /* index of the atom's system within its shard */
+    int32_t flags;     /* MDF_ATOM_* */
+    int32_t pad_;
 } mdf_atom_info;
+
+/* Per-system event flags (mdf_sys_info.flags). The NONFINITE bits are set by
+ * the NaN detector; CONVERGED_NOW by the convergence task for the systems it
+ * moved at that step (cleared at its next run), read by ON_CONVERGE hooks. */
+#define MDF_SYS_CONVERGED_NOW    1
+#define MDF_SYS_NONFINITE_POS    2
+#define MDF_SYS_NONFINITE_VEL    4
+#define MDF_SYS_NONFINITE_FORCE  8
+#define MDF_SYS_NONFINITE_ENERGY 16
+#define MDF_SYS_NONFINITE (MDF_SYS_NONFINITE_POS | MDF_SYS_NONFINITE_VEL | MDF_SYS_NONFINITE_FORCE | \
+                           MDF_SYS_NONFINITE_ENERGY)
+#define MDF_SYS_BUDGET_EXIT      32 /* left a stage on its step budget, unconverged */
 
 /* Per-system description, read by models and written by integrators. */
 typedef struct mdf_sys_info {
@@ -31,7 +48,10 @@ typedef struct mdf_sys_info {
     int32_t pbc[3];
     int32_t status;        /* stage routing code; see mdf_stage */
     int64_t id;            /* stable system id (dataset order) */
-    int64_t step;          /* steps integrated so far */
+    int64_t step;          /* steps integrated so far (keys the random streams) */
+    int64_t stage_step;    /* steps in the current stage (reset on a status move) */
+    int32_t flags;         /* MDF_SYS_* */
+    int32_t pad_;
     double cell[9];        /* lattice vectors as rows, Å */
     double inv_cell[9];    /* inverse of cell: fractional = r · inv_cell */
 } mdf_sys_info;
@@ -42,7 +62,27 @@ typedef struct mdf_sys_result {
     double energy;         /* potential energy, eV */
     double kinetic;        /* kinetic energy, eV */
     double virial[9];      /* eV; see batch.h for the sign */
+    double fmax;           /* largest per-atom force norm, eV/Å (convergence task) */
+    double energy_prev;    /* potential energy at the previous check (NaN: none yet) */
+    double extra_energy;   /* eV: thermostat/barostat terms of the conserved
+                            * quantity (Nosé–Hoover chain energy, energy taken
+                            * out by Bussi rescaling, barostat PV), so that
+                            * energy + kinetic + extra_energy is conserved */
 } mdf_sys_result;
+
+/* Per-system integrator state: a small block each integrator interprets in
+ * its own way (see its *_kernel.h). `owner` is 0 for a system that has not
+ * started the current stage: the integrator initialises the block then sets
+ * owner to 1. The convergence task zeroes the block when it moves a system
+ * to another stage, and so does a refill. */
+#define MDF_STATE_DOUBLES 20
+#define MDF_STATE_INTS 4
+typedef struct mdf_sys_state {
+    double d[MDF_STATE_DOUBLES];
+    int64_t n[MDF_STATE_INTS];
+    int32_t owner;
+    int32_t pad_;
+} mdf_sys_state;
 
 /* A contiguous range of atoms of one shard worked on by one task: either
  * whole systems [sys_begin, sys_end) or a slice of a single large system. */
@@ -52,6 +92,13 @@ typedef struct mdf_chunk {
     int32_t touch_begin, touch_end;/* atoms it may write (whole systems) */
     int32_t index;                 /* chunk number within the shard */
 } mdf_chunk;
+
+/* Whether a system takes part in work restricted to statuses [lo, hi]. */
+MDF_HD int mdf_status_in(int32_t status, int32_t lo, int32_t hi) { return status >= lo && status <= hi; }
+
+/* Degrees of freedom of a system's kinetic energy: 3N, less the 3 of the
+ * total momentum that velocity draws remove (N > 1). */
+MDF_HD double mdf_dof(int32_t natoms) { return natoms > 1 ? 3.0 * natoms - 3.0 : 3.0 * natoms; }
 
 /* r · m for a row vector r and a 3x3 row-major matrix m. */
 MDF_HD void mdf_vec_mat(const double r[3], const double m[9], double out[3])

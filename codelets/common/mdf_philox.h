@@ -55,4 +55,25 @@ MDF_HD void mdf_gauss2(uint64_t key, uint64_t counter, uint32_t stream, double o
     out[1] = rad * sin(ang);
 }
 
+/* Random streams of the integrators: what each draw is for, so that two
+ * methods never share numbers. Stream words 0 and 1 belong to the
+ * Maxwell–Boltzmann velocity draws (velocity_kernel.h). */
+#define MDF_RNG_LANGEVIN 1u
+#define MDF_RNG_BUSSI 2u
+#define MDF_RNG_NPT 3u
+
+/* Three standard normals for draw `index` (an atom, or a counter of the
+ * method's own) of step `step` of the system keyed by key: a pure function
+ * of (key, step, index, purpose). */
+MDF_HD void mdf_gauss3_step(uint64_t key, int64_t step, uint32_t index, uint32_t purpose, double out[3])
+{
+    uint64_t counter = ((uint64_t)step << 32) | (uint64_t)index;
+    double a[2], b[2];
+    mdf_gauss2(key, counter, purpose << 1, a);
+    mdf_gauss2(key, counter, (purpose << 1) | 1u, b);
+    out[0] = a[0];
+    out[1] = a[1];
+    out[2] = b[0];
+}
+
 #endif

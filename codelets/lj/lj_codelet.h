@@ -15,6 +15,8 @@ typedef struct mdf_lj_args {
     mdf_chunk chunk;
     int32_t want_virial;   /* 0: leave the virial as it was (saves ~40% of
                             * the flops per pair on steps that need none) */
+    int32_t status_lo, status_hi; /* systems outside [lo, hi] keep their
+                                   * forces, energy and virial untouched */
 } mdf_lj_args;
 
 void mdf_lj_cpu(void *buffers[], void *cl_arg);

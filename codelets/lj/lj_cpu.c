@@ -115,7 +115,6 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[6]);
     const mdf_lj_params *p = (const mdf_lj_params *)STARPU_VECTOR_GET_PTR(buffers[7]);
     const mdf_chunk *c = &args->chunk;
-    memset(f + 3 * (size_t)c->touch_begin, 0, sizeof(double) * 3 * (size_t)(c->touch_end - c->touch_begin));
     /* Wrapped positions x + o of every atom the chunk reads, once; indexed
      * like x (entries before touch_begin are unused). */
     double *w = malloc(sizeof(double) * 3 * (size_t)(c->touch_end > 0 ? c->touch_end : 1));
@@ -125,6 +124,12 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     }
     for (int32_t k = 3 * c->touch_begin; k < 3 * c->touch_end; k++) w[k] = x[k] + v.offset[k];
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
+        if (!mdf_status_in(sys[s].status, args->status_lo, args->status_hi)) continue;
+        /* The part of the touch range that is this system's. */
+        int32_t t0 = sys[s].atom_start > c->touch_begin ? sys[s].atom_start : c->touch_begin;
+        int32_t t1 = sys[s].atom_start + sys[s].natoms;
+        if (t1 > c->touch_end) t1 = c->touch_end;
+        if (t1 > t0) memset(f + 3 * (size_t)t0, 0, sizeof(double) * 3 * (size_t)(t1 - t0));
         res[s].energy = 0.0;
         if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);
         lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, &res[s]);

@@ -23,13 +23,24 @@ static void mdf_lj_check(cudaError_t e)
 
 /* Energy (and the virial when asked; never the kinetic energy) of systems
  * [s0, s1). */
-__global__ void lj_zero_results_kernel(mdf_sys_result *res, int32_t s0, int32_t s1, int32_t want_virial)
+__global__ void lj_zero_results_kernel(mdf_sys_result *res, const mdf_sys_info *sys, int32_t s0, int32_t s1,
+                                       int32_t want_virial, int32_t lo, int32_t hi)
 {
     int32_t s = s0 + (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
-    if (s >= s1) return;
+    if (s >= s1 || !mdf_status_in(sys[s].status, lo, hi)) return;
     res[s].energy = 0.0;
     if (want_virial)
         for (int k = 0; k < 9; k++) res[s].virial[k] = 0.0;
+}
+
+/* Forces of the touch range's atoms whose system is evaluated; the others
+ * keep theirs. */
+__global__ void lj_zero_forces_kernel(double *f, const mdf_atom_info *atoms, const mdf_sys_info *sys, int32_t t0,
+                                      int32_t t1, int32_t lo, int32_t hi)
+{
+    int32_t a = t0 + (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (a >= t1 || !mdf_status_in(sys[atoms[a].sys].status, lo, hi)) return;
+    for (int k = 0; k < 3; k++) f[3 * (size_t)a + k] = 0.0;
 }
 
 /* One pair seen from i: d = r_j - r_i (with its image). */
@@ -49,7 +60,7 @@ __device__ static inline void lj_pair_from_i(const mdf_lj_params *p, int ti, int
 __global__ void lj_force_kernel(const double *x, const mdf_atom_info *atoms, const mdf_sys_info *sys,
                                 void *list_blob, void *bins_blob, double *f, mdf_sys_result *res,
                                 const mdf_lj_params *params, int32_t atom_begin, int32_t atom_end,
-                                int32_t want_virial)
+                                int32_t want_virial, int32_t status_lo, int32_t status_hi)
 {
     /* The parameters (3.5 KB) are read for every pair: keep them in shared
      * memory. The struct is 8-byte aligned and a multiple of 8 bytes. */
@@ -64,7 +75,7 @@ __global__ void lj_force_kernel(const double *x, const mdf_atom_info *atoms, con
     const mdf_lj_params *p = &sp;
 
     const int32_t i = atom_begin + (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
-    const int active = i < atom_end;
+    const int active = i < atom_end && mdf_status_in(sys[atoms[i].sys].status, status_lo, status_hi);
     int32_t s = -1;
     double e = 0.0, w[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     if (active) {
@@ -148,21 +159,26 @@ extern "C" void mdf_lj_cuda(void *buffers[], void *cl_arg)
     cudaStream_t stream = starpu_cuda_get_local_stream();
     double *f = (double *)STARPU_VECTOR_GET_PTR(buffers[5]);
     mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[6]);
-    if (c->touch_end > c->touch_begin)
-        mdf_lj_check(cudaMemsetAsync(f + 3 * (size_t)c->touch_begin, 0,
-                                     sizeof(double) * 3 * (size_t)(c->touch_end - c->touch_begin), stream));
+    const mdf_atom_info *atoms = (const mdf_atom_info *)STARPU_VECTOR_GET_PTR(buffers[1]);
+    const mdf_sys_info *sys = (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[2]);
+    int32_t nt = c->touch_end - c->touch_begin;
+    if (nt > 0) {
+        lj_zero_forces_kernel<<<(nt + MDF_LJ_BLOCK - 1) / MDF_LJ_BLOCK, MDF_LJ_BLOCK, 0, stream>>>(
+            f, atoms, sys, c->touch_begin, c->touch_end, args->status_lo, args->status_hi);
+        mdf_lj_check(cudaGetLastError());
+    }
     int32_t nsys = c->sys_end - c->sys_begin;
     if (nsys > 0) {
         lj_zero_results_kernel<<<(nsys + MDF_LJ_ZERO_BLOCK - 1) / MDF_LJ_ZERO_BLOCK, MDF_LJ_ZERO_BLOCK, 0, stream>>>(
-            res, c->sys_begin, c->sys_end, want_virial);
+            res, sys, c->sys_begin, c->sys_end, want_virial, args->status_lo, args->status_hi);
         mdf_lj_check(cudaGetLastError());
     }
     int32_t n = c->atom_end - c->atom_begin;
     if (n <= 0) return;
     lj_force_kernel<<<(n + MDF_LJ_BLOCK - 1) / MDF_LJ_BLOCK, MDF_LJ_BLOCK, 0, stream>>>(
-        (const double *)STARPU_VECTOR_GET_PTR(buffers[0]), (const mdf_atom_info *)STARPU_VECTOR_GET_PTR(buffers[1]),
-        (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[2]), (void *)STARPU_VECTOR_GET_PTR(buffers[3]),
+        (const double *)STARPU_VECTOR_GET_PTR(buffers[0]), atoms, sys, (void *)STARPU_VECTOR_GET_PTR(buffers[3]),
         (void *)STARPU_VECTOR_GET_PTR(buffers[4]), f, res,
-        (const mdf_lj_params *)STARPU_VECTOR_GET_PTR(buffers[7]), c->atom_begin, c->atom_end, want_virial);
+        (const mdf_lj_params *)STARPU_VECTOR_GET_PTR(buffers[7]), c->atom_begin, c->atom_end, want_virial,
+        args->status_lo, args->status_hi);
     mdf_lj_check(cudaGetLastError());
 }

@@ -68,7 +68,8 @@ mdf_status mdf_lj_config_set_pair(mdf_lj_config *cfg, int za, int zb, double eps
 static int lj_insert(const mdf_model *m, const mdf_model_task *t)
 {
     mdf_lj_args args = {.work = t->chunk.atom_end - t->chunk.atom_begin, .chunk = t->chunk,
-                        .want_virial = (t->flags & MDF_COMPUTE_VIRIAL) != 0};
+                        .want_virial = (t->flags & MDF_COMPUTE_VIRIAL) != 0, .status_lo = t->status_lo,
+                        .status_hi = t->status_hi};
     return mdf_insert_lj(t->pos, t->atoms, t->sys, t->list, t->bins, t->forces, t->results, m->params,
                          &args);
 }

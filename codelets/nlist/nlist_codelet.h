@@ -15,6 +15,7 @@ typedef struct mdf_nl_bin_args {
     double r_list;         /* cutoff + skin */
     double half_skin2;     /* (skin/2)^2 */
     int32_t nsys;
+    int32_t status_lo, status_hi; /* only systems with a status in [lo, hi] */
 } mdf_nl_bin_args;
 
 typedef struct mdf_nl_build_args {

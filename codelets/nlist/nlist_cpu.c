@@ -73,6 +73,10 @@ void mdf_nl_bin_cpu(void *buffers[], void *cl_arg)
     for (int32_t s = 0; s < args->nsys; s++) {
         mdf_nl_grid *g = &v.grid[s];
         const mdf_sys_info *si = &sys[s];
+        if (!mdf_status_in(si->status, args->status_lo, args->status_hi)) {
+            g->rebuilt = 0; /* not evaluated this time: its lists wait */
+            continue;
+        }
         int need = !g->valid || v.head->force_rebuild || mdf_nl_cell_changed(g, si) ||
                    mdf_nl_moved_too_far(pos, v.ref_pos, si->atom_start, si->atom_start + si->natoms,
                                         args->half_skin2);

@@ -29,7 +29,7 @@ static void mdf_nl_check_launch(void)
 /* ---- binning ------------------------------------------------------------ */
 
 __global__ void nl_bin_kernel(const double *pos, const mdf_sys_info *sys, void *blob, double r_list,
-                              double half_skin2)
+                              double half_skin2, int32_t status_lo, int32_t status_hi)
 {
     __shared__ mdf_nl_grid sg;
     __shared__ double red[6][MDF_NL_BIN_BLOCK];
@@ -42,6 +42,10 @@ __global__ void nl_bin_kernel(const double *pos, const mdf_sys_info *sys, void *
     mdf_nl_grid *g = &v.grid[s];
     const int32_t a0 = si->atom_start, natoms = si->natoms, a1 = a0 + natoms;
 
+    if (!mdf_status_in(si->status, status_lo, status_hi)) {
+        if (tid == 0) g->rebuilt = 0;
+        return;
+    }
     /* (1) Does the system need a rebuild? Same rule as the CPU. */
     int need = 0;
     if (tid == 0) need = !g->valid || v.head->force_rebuild || mdf_nl_cell_changed(g, si);
@@ -185,7 +189,8 @@ extern "C" void mdf_nl_bin_cuda(void *buffers[], void *cl_arg)
     if (args->nsys > 0) {
         nl_bin_kernel<<<args->nsys, MDF_NL_BIN_BLOCK, 0, stream>>>(
             (const double *)STARPU_VECTOR_GET_PTR(buffers[0]),
-            (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[1]), blob, args->r_list, args->half_skin2);
+            (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[1]), blob, args->r_list, args->half_skin2,
+            args->status_lo, args->status_hi);
         mdf_nl_check_launch();
     }
     /* Every block has read force_rebuild once the kernel is done: reset it

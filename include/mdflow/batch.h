@@ -71,6 +71,12 @@ typedef struct mdf_system_view {
     int64_t natoms;
     double potential_energy;  /* eV */
     double kinetic_energy;    /* eV */
+    double extra_energy;      /* eV: thermostat/barostat part of the conserved
+                               * quantity (0 for NVE) */
+    double fmax;              /* eV/Å, largest per-atom force norm at the last
+                               * convergence check (NaN before any) */
+    int64_t stage_step;       /* steps in the current stage */
+    int32_t flags;            /* MDF_SYS_* bits (mdflow/stage.h) */
     double virial[9];         /* eV: W = sum over pairs (r_i - r_j) ⊗ f_i, positive
                                * when repulsive (LAMMPS); stress = -W/V (ASE) */
     double cell[9];
@@ -78,6 +84,15 @@ typedef struct mdf_system_view {
 } mdf_system_view;
 mdf_status mdf_batch_get_system(const mdf_batch *b, size_t i,
                                 mdf_system_view *out, mdf_error *err);
+
+/* Marks atom `atom` of system i (batch order) as frozen or free. A frozen
+ * atom keeps its position under every integrator and optimiser when the
+ * stage has a freeze hook (mdf_hook_create_freeze), which zeroes its force
+ * and velocity, as ASE's FixAtoms does. Batches also read frozen atoms from
+ * an extxyz column "fixed" (T/1 = frozen) or ASE's "move_mask" (F F F). */
+mdf_status mdf_batch_set_frozen(mdf_batch *b, size_t i, int64_t atom, int frozen, mdf_error *err);
+/* 1 if the atom is frozen (after mdf_batch_sync()). */
+int mdf_batch_is_frozen(const mdf_batch *b, size_t i, int64_t atom);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include "mdflow/batch.h"
 #include "mdflow/model.h"
+#include "mdflow/stage.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -15,6 +16,7 @@ extern "C" {
 
 typedef struct mdf_md_config {
     const char *integrator;   /* registry name; "velocity_verlet" (NVE) */
+    mdf_dynamics_params params; /* thermostat, barostat parameters (dt_fs below wins) */
     double dt_fs;             /* time step, fs */
     int64_t steps;
     int32_t status;           /* only systems with this status move */
@@ -57,10 +59,6 @@ mdf_status mdf_compute_forces(mdf_batch *b, mdf_model *m, mdf_error *err);
  * momentum of each system with more than one atom is removed. */
 mdf_status mdf_batch_thermalize(mdf_batch *b, double temperature_K, uint64_t seed, int32_t status,
                                 mdf_error *err);
-
-/* Integrator registry. */
-size_t mdf_integrator_count(void);
-const char *mdf_integrator_name(size_t k);
 
 #ifdef __cplusplus
 }

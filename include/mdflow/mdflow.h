@@ -9,6 +9,8 @@
 #include "mdflow/xyz.h"
 #include "mdflow/batch.h"
 #include "mdflow/model.h"
+#include "mdflow/hook.h"
+#include "mdflow/stage.h"
 #include "mdflow/md.h"
 #include "mdflow/runtime.h"
 

@@ -1,0 +1,158 @@
+/* mdflow — a dynamics stage: per step and per shard,
+ *
+ *   [BEFORE_STEP] [BEFORE_PRE_UPDATE] pre_update [AFTER_PRE_UPDATE]
+ *   [BEFORE_COMPUTE] model [AFTER_COMPUTE]
+ *   [BEFORE_POST_UPDATE] post_update [AFTER_POST_UPDATE]
+ *   convergence -> [ON_CONVERGE] [AFTER_STEP]
+ *
+ * as StarPU tasks linked only by data access modes (no barrier per step).
+ * A stage moves the systems whose status is its `status` and leaves every
+ * other system untouched (the model does not even evaluate them). Systems
+ * that meet every convergence criterion move to `converged_status`.
+ *
+ * Step 0 is the evaluation at the starting positions: it fires the
+ * BEFORE_COMPUTE, AFTER_COMPUTE, ON_CONVERGE and AFTER_STEP hooks, so
+ * constraints apply to the first forces, logs record the start, and a system
+ * already converged never moves (as ASE's optimisers check before their
+ * first step). */
+#ifndef MDFLOW_STAGE_H
+#define MDFLOW_STAGE_H
+
+#include <stdint.h>
+#include "mdflow/batch.h"
+#include "mdflow/model.h"
+#include "mdflow/hook.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per-system flags (mdf_system_view.flags). */
+#define MDF_SYSTEM_CONVERGED_NOW   1   /* moved by convergence at the last check */
+#define MDF_SYSTEM_NONFINITE_POS   2   /* NaN detector findings */
+#define MDF_SYSTEM_NONFINITE_VEL   4
+#define MDF_SYSTEM_NONFINITE_FORCE 8
+#define MDF_SYSTEM_NONFINITE_ENERGY 16
+#define MDF_SYSTEM_BUDGET_EXIT     32  /* left a stage on its step budget, unconverged */
+
+/* Parameters of every integrator and optimiser, in one struct so a stage's
+ * configuration is plain data; each method reads its own part. Defaults
+ * (mdf_dynamics_params_init) are those of ASE and of the papers. */
+typedef struct mdf_dynamics_params {
+    double dt_fs;              /* MD time step, fs (default 1) */
+    double temperature_K;      /* thermostat target, K (default 300) */
+    uint64_t seed;             /* random streams keyed by (seed, system id) */
+    struct {
+        double friction_per_fs;  /* γ, 1/fs (default 0.01) */
+    } langevin;                  /* BAOAB (Leimkuhler & Matthews 2013) */
+    struct {
+        double tau_fs;           /* thermostat period, fs (default 100) */
+        int chain;               /* chain length, 1..MDF_NHC_MAX (default 3) */
+    } nose_hoover;               /* Martyna, Tuckerman & Klein 1996 */
+    struct {
+        double tau_fs;           /* relaxation time, fs (default 100) */
+    } bussi;                     /* stochastic velocity rescaling (Bussi et al. 2007) */
+    struct {
+        double pressure_bar;     /* target pressure, bar (default 1) */
+        double tau_p_fs;         /* barostat relaxation time, fs (default 1000) */
+        double compressibility_per_bar; /* isothermal compressibility β_T,
+                                          * 1/bar (default 4.5e-5) */
+        double tau_t_fs;         /* Bussi thermostat time, fs (default 100) */
+    } npt;                       /* isotropic stochastic cell rescaling
+                                  * (Bernetti & Bussi 2020) + Bussi thermostat */
+    struct {                     /* ASE's FIRE (Bitzek et al. 2006); times in
+                                  * ASE's unit, sqrt(amu Å²/eV) = 10.18 fs */
+        double dt, dtmax, maxstep;   /* 0.1, 1.0, 0.2 Å */
+        int nmin;                    /* 5 */
+        double finc, fdec, astart, fa; /* 1.1, 0.5, 0.1, 0.99 */
+    } fire;
+    struct {                     /* FIRE 2.0 (Guénolé et al. 2020) */
+        double dt, dtmax, dtmin, maxstep; /* 0.1, 1.0, 2e-3, 0.2 Å */
+        int nmin;                         /* 20 (N_delay) */
+        double finc, fdec, astart, fa;    /* 1.1, 0.5, 0.25, 0.99 */
+    } fire2;
+    struct {
+        double step;             /* Å²/eV: x += step · F (default 0.01) */
+        double maxstep;          /* Å, largest move of one atom (default 0.2) */
+    } gd;
+    struct {                     /* ASE's LBFGS */
+        int memory;              /* history length (default 100) */
+        double alpha;            /* initial Hessian guess, eV/Å² (default 70) */
+        double damping;          /* step scale (default 1) */
+        double maxstep;          /* Å, largest move of one atom (default 0.2) */
+    } lbfgs;
+} mdf_dynamics_params;
+
+#define MDF_NHC_MAX 5
+
+void mdf_dynamics_params_init(mdf_dynamics_params *p);
+
+/* Convergence criteria, AND-combined, thresholds inclusive. */
+typedef enum mdf_criterion_kind {
+    MDF_CRITERION_FMAX = 0,          /* largest per-atom force norm <= threshold (eV/Å) */
+    MDF_CRITERION_ENERGY_CHANGE = 1, /* |E - E_previous step| <= threshold (eV) */
+    MDF_CRITERION_STEPS = 2          /* steps in this stage >= threshold */
+} mdf_criterion_kind;
+
+typedef struct mdf_stage_config {
+    const char *integrator;    /* registry name (mdf_integrator_name); default velocity_verlet */
+    int32_t status;            /* systems with this status move (default 0) */
+    int32_t converged_status;  /* where converged systems go (default status + 1) */
+    int64_t max_steps;         /* the run stops after this many steps (default 1000) */
+    int check_interval;        /* the host learns how many systems are left every
+                                * N steps, without waiting (default 10) */
+    int window;                /* steps submitted ahead of completion (default 8) */
+    double skin;               /* Å, neighbour-list skin (default 1) */
+    int32_t chunk_atoms;       /* see mdf_md_config (0: automatic) */
+    mdf_dynamics_params params;
+} mdf_stage_config;
+
+void mdf_stage_config_init(mdf_stage_config *cfg);
+
+typedef struct mdf_stage mdf_stage;
+
+/* Checks the configuration (integrator name, parameter ranges: the error
+ * names the parameter and its valid range). */
+mdf_status mdf_stage_create(const mdf_stage_config *cfg, mdf_stage **out, mdf_error *err);
+/* Destroys the stage and every hook it owns. */
+void mdf_stage_destroy(mdf_stage *s);
+
+/* Adds a criterion; a stage without any never converges (it runs max_steps). */
+mdf_status mdf_stage_add_criterion(mdf_stage *s, mdf_criterion_kind kind, double threshold, mdf_error *err);
+/* Adds a hook; the stage owns it from then on, also when this fails. Hooks of
+ * one point run in the order they were added. */
+mdf_status mdf_stage_add_hook(mdf_stage *s, mdf_hook *h, mdf_error *err);
+
+typedef struct mdf_stage_report {
+    int64_t steps;              /* steps submitted */
+    int64_t converged;          /* systems moved to converged_status by this run */
+    int64_t remaining;          /* systems still with `status` at the end */
+    int64_t model_evaluations;  /* including step 0 */
+    int64_t list_rebuilds;        /* summed over systems */
+    int64_t overflowed_atoms;     /* neighbour-list slots too few: computed from cells */
+    int32_t max_neighbours;
+    int32_t list_slots;
+    int nchunks;
+    double wall_seconds;
+    double atom_steps_per_second; /* atoms of the stage's systems at the start × steps / wall */
+    int nshards;
+} mdf_stage_report;
+
+/* Runs until every system of the stage has converged or max_steps steps.
+ * The host never waits per step; the batch is synchronised on return. A
+ * hook that stops the run (NaN detector, drift monitor) makes this return
+ * its error, naming systems, fields and step; what hooks wrote stays. */
+mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_report *report, mdf_error *err);
+
+/* Names of the integrators and optimisers (registry order). */
+size_t mdf_integrator_count(void);
+const char *mdf_integrator_name(size_t k);
+/* One-line description of integrator k. */
+const char *mdf_integrator_summary(size_t k);
+/* 1 for optimisers (FIRE, FIRE2, GD, L-BFGS), 0 for MD integrators, -1 unknown. */
+int mdf_integrator_is_optimiser(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,96 @@
+/* mdflow — the thermo hook: LAMMPS-style rows (Step, Time, PotEng, KinEng,
+ * TotEng, Temp), summed over the batch or one per system, every N steps. */
+#include <stdlib.h>
+#include "../hook_internal.h"
+#include "../rows.h"
+#include "mdflow/units.h"
+
+typedef struct thermo_impl {
+    FILE *out;
+    int per_system;
+    double dt_fs;
+    mdf_rows *rows;
+} thermo_impl;
+
+static void print_header(const thermo_impl *t)
+{
+    if (t->per_system)
+        fprintf(t->out, "%10s %10s %14s %20s %20s %20s %14s\n", "Step", "System", "Time(fs)", "PotEng(eV)",
+                "KinEng(eV)", "TotEng(eV)", "Temp(K)");
+    else
+        fprintf(t->out, "%10s %14s %20s %20s %20s %14s\n", "Step", "Time(fs)", "PotEng(eV)", "KinEng(eV)",
+                "TotEng(eV)", "Temp(K)");
+}
+
+/* Rows of one step, batch order (every system of the batch). */
+static void print_rows(void *user, int64_t step, const mdf_hook_row *rows, size_t n)
+{
+    (void)step;
+    thermo_impl *t = (thermo_impl *)user;
+    if (n == 0) return;
+    if (t->per_system) {
+        for (size_t i = 0; i < n; i++) {
+            const mdf_hook_row *r = &rows[i];
+            fprintf(t->out, "%10lld %10lld %14.4f %20.10f %20.10f %20.10f %14.4f\n", (long long)r->step,
+                    (long long)r->id, (double)r->step * t->dt_fs, r->energy, r->kinetic, r->energy + r->kinetic,
+                    r->temperature);
+        }
+    } else {
+        double pe = 0.0, ke = 0.0, dof = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            pe += rows[i].energy;
+            ke += rows[i].kinetic;
+            dof += mdf_dof(rows[i].natoms);
+        }
+        fprintf(t->out, "%10lld %14.4f %20.10f %20.10f %20.10f %14.4f\n", (long long)rows[0].step,
+                (double)rows[0].step * t->dt_fs, pe, ke, pe + ke, 2.0 * ke / (dof * MDF_KB));
+    }
+    fflush(t->out);
+}
+
+static mdf_status thermo_begin(mdf_hook *h, const mdf_hook_begin *b, mdf_error *err)
+{
+    thermo_impl *t = (thermo_impl *)h->impl;
+    mdf_rows_destroy(t->rows);
+    t->rows = NULL;
+    mdf_status st = mdf_rows_create(b->b, 0, h->every, b->window, print_rows, t, &t->rows, err);
+    if (st == MDF_OK) print_header(t);
+    return st;
+}
+
+static int thermo_submit(mdf_hook *h, const mdf_hook_ctx *c)
+{
+    return mdf_rows_submit(((thermo_impl *)h->impl)->rows, c);
+}
+
+static mdf_status thermo_end(mdf_hook *h, mdf_error *err)
+{
+    thermo_impl *t = (thermo_impl *)h->impl;
+    mdf_rows_destroy(t->rows);
+    t->rows = NULL;
+    if (ferror(t->out)) return mdf_error_set(err, MDF_ERR_IO, "writing the thermo log failed (disk full?)");
+    return MDF_OK;
+}
+
+static void thermo_free(void *impl)
+{
+    thermo_impl *t = (thermo_impl *)impl;
+    if (t) mdf_rows_destroy(t->rows);
+    free(t);
+}
+
+static const mdf_hook_ops thermo_ops = {.kind = "thermo", .needs = MDF_HOOK_NEEDS_VIRIAL, .begin = thermo_begin,
+                                        .submit = thermo_submit, .end = thermo_end, .destroy_impl = thermo_free};
+
+mdf_status mdf_hook_create_thermo(FILE *out, int per_system, int64_t every, double dt_fs, mdf_hook **hout,
+                                  mdf_error *err)
+{
+    *hout = NULL;
+    if (!out) return mdf_error_set(err, MDF_ERR_INVALID, "the thermo hook needs an output stream");
+    thermo_impl *t = calloc(1, sizeof *t);
+    if (!t) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the thermo hook");
+    t->out = out;
+    t->per_system = per_system;
+    t->dt_fs = dt_fs;
+    return mdf_hook_new(&thermo_ops, "thermo", MDF_AFTER_STEP, every, t, hout, err);
+}
