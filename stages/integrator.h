@@ -46,6 +46,8 @@ typedef struct mdf_integrator_ops {
      * one StarPU vector of bytes, zeroed, passed as ctx->work). */
     size_t (*work_bytes)(const mdf_dynamics_params *p, int32_t atom_cap, int32_t sys_cap);
     int (*pre_update)(const mdf_step_ctx *c);
+    /* May be NULL for a method whose whole step runs before the model (the
+     * optimisers): its pre_update then does post_update's bookkeeping. */
     int (*post_update)(const mdf_step_ctx *c);
 } mdf_integrator_ops;
 

@@ -297,7 +297,7 @@ static mdf_status submit_step(stage_run *r, int64_t step, int flags, int check, 
         if (st == MDF_OK) st = mdf_compute_submit(r->c, k, flags, err);
         if (st == MDF_OK) st = submit_hooks(r, k, MDF_AFTER_COMPUTE, step, err);
         if (st == MDF_OK) st = submit_hooks(r, k, MDF_BEFORE_POST_UPDATE, step, err);
-        if (st == MDF_OK && s->integ->post_update(&ctx) != 0)
+        if (st == MDF_OK && s->integ->post_update && s->integ->post_update(&ctx) != 0)
             st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s post_update", s->integ->name);
         if (st == MDF_OK) st = submit_hooks(r, k, MDF_AFTER_POST_UPDATE, step, err);
         if (st == MDF_OK && check) st = submit_converge(r, k, s->crit_mask != 0, err);
