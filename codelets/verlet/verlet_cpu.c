@@ -37,5 +37,6 @@ void mdf_vv_post_cpu(void *buffers[], void *cl_arg)
             ke += mdf_vv_post_atom(v + 3 * a, f + 3 * a, atoms[a].mass, atoms[a].inv_mass, args->dt);
         res[s].kinetic = ke;
         sys[s].step++;
+        sys[s].stage_step++;
     }
 }

@@ -36,6 +36,7 @@ __global__ void vv_post_kernel(double *v, const double *f, const mdf_atom_info *
     if (threadIdx.x == 0) {
         res[blockIdx.x].kinetic = partial[0];
         s->step++;
+        s->stage_step++;
     }
 }
 
