@@ -52,6 +52,8 @@ typedef struct mdf_integrator_ops {
 } mdf_integrator_ops;
 
 const mdf_integrator_ops *mdf_find_integrator(const char *name);
+/* 1-based registry number of a method (0 if it is not registered). */
+int32_t mdf_integrator_number(const mdf_integrator_ops *ops);
 
 /* The registered methods (one file each). */
 extern const mdf_integrator_ops mdf_velocity_verlet;

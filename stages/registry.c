@@ -7,6 +7,14 @@
 
 static const mdf_integrator_ops *const integrators[] = {
     &mdf_velocity_verlet,
+    &mdf_langevin,
+    &mdf_nose_hoover,
+    &mdf_bussi,
+    &mdf_npt,
+    &mdf_fire,
+    &mdf_fire2,
+    &mdf_gd,
+    &mdf_lbfgs,
 };
 
 /* Names users also type (the ensemble names of `mdflow md --ensemble`). */
@@ -26,6 +34,13 @@ const mdf_integrator_ops *mdf_find_integrator(const char *name)
     for (size_t k = 0; k < sizeof integrators / sizeof integrators[0]; k++)
         if (strcmp(integrators[k]->name, name) == 0) return integrators[k];
     return NULL;
+}
+
+int32_t mdf_integrator_number(const mdf_integrator_ops *ops)
+{
+    for (size_t k = 0; k < sizeof integrators / sizeof integrators[0]; k++)
+        if (integrators[k] == ops) return (int32_t)k + 1;
+    return 0;
 }
 
 size_t mdf_integrator_count(void) { return sizeof integrators / sizeof integrators[0]; }

@@ -363,6 +363,12 @@ static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model
             const mdf_shard *sh = &b->shards[k];
             size_t bytes = s->integ->work_bytes(&s->cfg.params, sh->atom_cap, sh->sys_cap);
             if (bytes == 0) bytes = 8;
+            /* StarPU vectors count elements in 32 bits. */
+            if (bytes > UINT32_MAX)
+                return mdf_error_set(err, MDF_ERR_INVALID,
+                                     "%s needs %.3g GB of workspace for shard %d (%d atoms), more than one StarPU "
+                                     "vector holds (4 GiB): use more shards (--shards) or a smaller history",
+                                     s->integ->name, (double)bytes / 1e9, k, sh->atom_cap);
             r->work_mem[k] = calloc(1, bytes);
             if (!r->work_mem[k])
                 return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for %s's workspace (%zu bytes for shard %d)",
@@ -416,6 +422,27 @@ static mdf_status destroy_run(stage_run *r, mdf_error *err)
     return st;
 }
 
+/* A state block belongs to the method that wrote it: when a stage with
+ * another method takes a system over (two stages on one status, one after
+ * the other), the block starts afresh. The state of systems that continue
+ * with the same method (a stage run again) is kept. Host side, once per run. */
+static mdf_status claim_states(mdf_batch *b, int32_t status, int32_t method, mdf_error *err)
+{
+    for (int k = 0; k < b->nshards; k++) {
+        const mdf_shard *sh = &b->shards[k];
+        if (starpu_data_acquire(sh->state, STARPU_RW) != 0)
+            return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's integrator state", k);
+        for (int32_t s = 0; s < sh->nsys; s++) {
+            mdf_sys_state *st = &b->state[sh->sys_off + s];
+            if (b->sys[sh->sys_off + s].status != status || st->method == method) continue;
+            memset(st, 0, sizeof *st);
+            st->method = method;
+        }
+        starpu_data_release(sh->state);
+    }
+    return MDF_OK;
+}
+
 static int64_t stage_atoms(const mdf_batch *b, int32_t status, int64_t *nsys)
 {
     int64_t atoms = 0;
@@ -436,6 +463,8 @@ mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_rep
     mdf_status st = mdf_batch_sync(b, err);
     if (st != MDF_OK) return st;
     int64_t nsys0 = 0, atoms0 = stage_atoms(b, s->cfg.status, &nsys0);
+    st = claim_states(b, s->cfg.status, mdf_integrator_number(s->integ), err);
+    if (st != MDF_OK) return st;
     stage_run r;
     st = create_run(&r, s, b, m, err);
     int needs_virial = (s->integ->flags & MDF_INTEG_NEEDS_VIRIAL) != 0;

@@ -291,7 +291,93 @@ done
 run md --input in.xyz --output /nonexistent-dir/out.xyz
 expect_error "--output into a missing directory" nonzero "/nonexistent-dir/out.xyz"
 
-# ---- 6. the default workload -------------------------------------------------------
+# ---- 6. relax, ensembles, the CSV log ------------------------------------------------
+# clusters.xyz: three jittered argon clusters (13, 19 and 8 atoms), not relaxed.
+awk 'BEGIN {
+    srand(7); a = 5.26
+    split("13 19 8", sizes, " ")
+    for (c = 1; c <= 3; c++) {
+        n = sizes[c]; printf "%d\nProperties=species:S:1:pos:R:3 pbc=\"F F F\"\n", n
+        k = 0
+        for (i = -1; i <= 1 && k < n; i++) for (j = -1; j <= 1 && k < n; j++) for (l = -1; l <= 1 && k < n; l++) {
+            if ((i + j + l) % 2 != 0) continue
+            printf "Ar %.4f %.4f %.4f\n", i * a / 2 + 0.1 * (rand() - 0.5), j * a / 2 + 0.1 * (rand() - 0.5), l * a / 2 + 0.1 * (rand() - 0.5)
+            k++
+        }
+        for (; k < n; k++) printf "Ar %.4f %.4f %.4f\n", 5.0 + 3.7 * (k - 13), 0.1 * c, 0.2
+    }
+}' >clusters.xyz
+for args in "relax --help" "methods"; do
+    # shellcheck disable=SC2086 # the words of args are separate arguments
+    run "$MDFLOW" $args
+    if [ "$rc" -eq 0 ] && grep -E -e '--fmax|fire2' "$T/stdout" >/dev/null && grep -F lbfgs "$T/stdout" >/dev/null; then
+        pass "mdflow $args: exit 0, names the optimisers"
+    else
+        fail "mdflow $args: exit 0, names the optimisers" "exit status $rc"; show stdout "$T/stdout"
+    fi
+done
+for opt in fire fire2 lbfgs gd; do
+    run "$MDFLOW" relax --input clusters.xyz --optimizer $opt --fmax 0.05 --max-steps 3000 \
+        --output relaxed-$opt.xyz --log relax-$opt.csv
+    nconv=$(frames relaxed-$opt.xyz 2>/dev/null | grep -c -E '(^|[[:space:]])mdf_status=1([[:space:]]|$)')
+    if [ "$rc" -eq 0 ] && [ "$nconv" -eq 3 ] && grep -F 'relaxed 3 of 3' "$T/stdout" >/dev/null; then
+        pass "relax --optimizer $opt: exit 0, 3 of 3 systems converged (status 1 in --output)"
+    else
+        fail "relax --optimizer $opt: exit 0, 3 of 3 systems converged" "exit status $rc; frames with mdf_status=1: $nconv"
+        show stdout "$T/stdout"; show stderr "$T/stderr"
+    fi
+    # The log: its header, rows for 3 systems at step 0, the last row of each system
+    # below the threshold.
+    head1=$(head -n 1 relax-$opt.csv 2>/dev/null)
+    at0=$(awk -F, 'NR > 1 && $1 == 0' relax-$opt.csv 2>/dev/null | wc -l)
+    bad=$(awk -F, 'NR > 1 { last[$2] = $5 } END { for (s in last) if (last[s] + 0 > 0.05) print s }' relax-$opt.csv 2>/dev/null)
+    if [ "$head1" = "step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K" ] && [ "$at0" -eq 3 ] && [ -z "$bad" ] \
+        && [ ! -e relax-$opt.csv.tmp ]; then
+        pass "relax --log ($opt): header, 3 rows at step 0, each system's last fmax <= 0.05"
+    else
+        fail "relax --log ($opt): header, 3 rows at step 0, each system's last fmax <= 0.05" \
+            "header '$head1'; rows at step 0: $at0; systems ending above 0.05: '$bad'"
+        show relax.csv relax-$opt.csv
+    fi
+done
+run "$MDFLOW" relax --input clusters.xyz --fmax 1e-4 --max-steps 1 --output unrelaxed.xyz
+if [ "$rc" -eq 0 ] && grep -F 'not converged after 1 steps' "$T/stdout" >/dev/null \
+    && [ "$(frames unrelaxed.xyz | grep -c -E '(^|[[:space:]])mdf_status=0([[:space:]]|$)')" -eq 3 ]; then
+    pass "relax --max-steps 1: exit 0, lists the unconverged systems, status 0 in --output"
+else
+    fail "relax --max-steps 1: exit 0, lists the unconverged systems, status 0 in --output" "exit status $rc"
+    show stdout "$T/stdout"
+fi
+run "$MDFLOW" relax --input clusters.xyz --optimizer newton
+expect_error "relax --optimizer newton" 2 "newton" "fire"
+run "$MDFLOW" relax --input clusters.xyz --steps 5
+expect_error "md option given to relax" 2 "--steps" "mdflow md"
+run md --input in.xyz --ensemble langevin
+expect_error "md --ensemble langevin without --temperature" 2 "--temperature"
+run md --input in.xyz --ensemble nph
+expect_error "md --ensemble nph" 2 "nph" "nose-hoover"
+# Every ensemble runs and writes its outputs; the thermostats keep the
+# temperature finite and positive.
+head -n 258 in.xyz >box.xyz
+for ens in nve langevin nose-hoover bussi npt; do
+    run md --input box.xyz --ensemble $ens --temperature 40 --steps 20 --dt 4 --output md-$ens.xyz --log md-$ens.csv \
+        --log-every 5 --nan-check
+    rows=$(awk -F, 'NR > 1 && $6 + 0 > 0' md-$ens.csv 2>/dev/null | wc -l)
+    if [ "$rc" -eq 0 ] && [ "$(frames md-$ens.xyz | wc -l)" -eq 1 ] && [ "$rows" -eq 5 ]; then
+        pass "md --ensemble $ens: exit 0, final structure written, 5 log rows with T > 0"
+    else
+        fail "md --ensemble $ens: exit 0, final structure written, 5 log rows with T > 0" "exit status $rc; log rows: $rows"
+        show stderr "$T/stderr"; show log md-$ens.csv
+    fi
+done
+run "$MDFLOW" md --input box.xyz --ensemble npt --temperature 40 --steps 5 --output npt.xyz
+if [ "$rc" -eq 0 ] && ! head -n 2 npt.xyz | grep -F 'Lattice="21.04 0' >/dev/null; then
+    pass "md --ensemble npt changes the cell"
+else
+    fail "md --ensemble npt changes the cell" "exit status $rc"; show npt.xyz npt.xyz
+fi
+
+# ---- 7. the default workload -------------------------------------------------------
 # MDFLOW_DATA points nowhere: the dataset is found through the compiled-in paths.
 if command -v timeout >/dev/null 2>&1; then TIMEOUT="timeout 60"; else TIMEOUT=; fi
 start=$(date +%s)

@@ -2,6 +2,8 @@
  *
  *   mdflow                 run the built-in default workload (examples/)
  *   mdflow md [options]    molecular dynamics of every structure of a file
+ *   mdflow relax [options] geometry optimisation of every structure of a file
+ *   mdflow methods         the registered integrators and optimisers
  *   mdflow help | --help   usage
  */
 #define _POSIX_C_SOURCE 200809L
@@ -21,27 +23,41 @@
 #endif
 #define MDF_DEFAULT_DATASET "examples/argon_mixed.xyz"
 
+typedef enum command { CMD_MD, CMD_RELAX } command;
+
 typedef struct md_options {
-    const char *input, *output, *thermo_file, *sched, *model;
+    command cmd;
+    const char *input, *output, *thermo_file, *log_file, *sched, *model, *ensemble;
     mdf_lj_config lj;
     int lj_species_given;
     double lj_epsilon, lj_sigma, lj_cutoff;
     int lj_shift;
-    mdf_md_config md;
+    mdf_md_config md;         /* md: integrator, dt, steps, thermo; params for both */
     double temperature;
+    int keep_velocities;
     int64_t seed;
     int64_t shards;
     int64_t ncpus, ncuda;
     int quiet;
+    /* relax */
+    const char *optimizer;
+    double fmax, energy_change;
+    int64_t max_steps;
+    /* hooks */
+    int64_t log_every;
+    int nan_check, freeze;
+    double max_force, drift;
+    int64_t wrap_every;
 } md_options;
 
-static void usage_md(FILE *fp)
+static void usage_common(FILE *fp)
 {
     fprintf(fp,
-            "usage: mdflow md --input FILE.xyz [options]\n"
-            "Molecular dynamics of every structure in FILE.xyz, all at once, as a StarPU task graph.\n\n"
             "  --input FILE          extended XYZ file (one or many frames)\n"
-            "  --output FILE         final structures (extended XYZ)\n"
+            "  --output FILE         final structures (extended XYZ; info keys mdf_status, mdf_step)\n"
+            "  --log FILE            per-system CSV log: step,system_id,status,energy_eV,fmax_eV_per_A,\n"
+            "                        temperature_K\n"
+            "  --log-every N         a CSV row per system every N steps (default: md 10, relax 1)\n"
             "  --model lj            interatomic model (lj: Lennard-Jones)\n"
             "  --lj-epsilon E        eV, for every element of the input (default 0.0104, argon)\n"
             "  --lj-sigma S          Å (default 3.40)\n"
@@ -49,41 +65,87 @@ static void usage_md(FILE *fp)
             "  --lj-species SYM:E:S:RC   per-element parameters (repeatable; replaces the three above)\n"
             "  --lj-pair A:B:E:S:RC  explicit pair (default: Lorentz-Berthelot mixing)\n"
             "  --lj-shift            shift pair energies to zero at the cutoff\n"
-            "  --integrator NAME     velocity_verlet (NVE; default)\n"
-            "  --steps N             steps to run (default 100)\n"
-            "  --dt FS               time step in fs (default 1.0)\n"
-            "  --temperature K       draw Maxwell-Boltzmann velocities at K (default: keep the file's)\n"
-            "  --seed N              random seed for velocities (default 1)\n"
+            "  --nan-check           stop with an error naming the system, field and step on NaN/Inf\n"
+            "  --max-force F         clamp every atom's force to F eV/Å (direction kept)\n"
+            "  --freeze              keep atoms flagged in the input (\"fixed\" or ASE's \"move_mask\"\n"
+            "                        column) in place; automatic when the input has such a column\n"
             "  --skin A              neighbour-list skin, Å (default 1.0)\n"
-            "  --thermo N            a thermo row every N steps (default steps/10; 0: none)\n"
-            "  --thermo-per-system   one row per system instead of batch totals\n"
-            "  --thermo-file FILE    write thermo rows to FILE (default: standard output)\n"
             "  --shards N            shards of the batch (default: from workers and size)\n"
             "  --chunk-atoms N       split a shard's model work above N atoms (default: automatic,\n"
             "                        1024-8192 from the batch size and the workers)\n"
             "  --window N            steps submitted ahead of completion (default 8)\n"
             "  --sched NAME          StarPU scheduler (STARPU_SCHED wins), e.g. eager, lws, dmda\n"
             "  --ncpus N, --ncuda N  StarPU workers (STARPU_NCPU/STARPU_NCUDA win)\n"
-            "  --quiet               no thermo rows on standard output (--thermo-file still written)\n"
             "  --help                this text\n");
+}
+
+static void usage_md(FILE *fp)
+{
+    fprintf(fp,
+            "usage: mdflow md --input FILE.xyz [options]\n"
+            "Molecular dynamics of every structure in FILE.xyz, all at once, as a StarPU task graph.\n\n"
+            "  --ensemble NAME       nve (velocity Verlet, default), langevin (BAOAB), nose-hoover\n"
+            "                        (chain), bussi (stochastic velocity rescaling), npt (isotropic\n"
+            "                        stochastic cell rescaling + Bussi)\n"
+            "  --integrator NAME     any registered method by name (see mdflow methods)\n"
+            "  --steps N             steps to run (default 100)\n"
+            "  --dt FS               time step in fs (default 1.0)\n"
+            "  --temperature K       thermostat target; also draws Maxwell-Boltzmann velocities at K\n"
+            "                        (default: keep the file's velocities; required for nvt/npt)\n"
+            "  --keep-velocities     with --temperature, keep the file's velocities\n"
+            "  --seed N              random seed for velocities and thermostats (default 1)\n"
+            "  --friction G          Langevin friction, 1/fs (default 0.01)\n"
+            "  --tau-t FS            Bussi / Nose-Hoover / NPT thermostat time, fs (default 100)\n"
+            "  --chain N             Nose-Hoover chain length (default 3)\n"
+            "  --pressure BAR        NPT target pressure, bar (default 1)\n"
+            "  --tau-p FS            NPT barostat time, fs (default 1000)\n"
+            "  --compressibility B   NPT isothermal compressibility, 1/bar (default 4.5e-5)\n"
+            "  --thermo N            a thermo row every N steps (default steps/10; 0: none)\n"
+            "  --thermo-per-system   one row per system instead of batch totals\n"
+            "  --thermo-file FILE    write thermo rows to FILE (default: standard output)\n"
+            "  --quiet               no thermo rows on standard output (--thermo-file still written)\n"
+            "  --wrap N              wrap positions into the cell every N steps\n"
+            "  --drift-warn X        warn once per system whose conserved energy drifts by more than\n"
+            "                        X eV/atom\n");
+    usage_common(fp);
+}
+
+static void usage_relax(FILE *fp)
+{
+    fprintf(fp,
+            "usage: mdflow relax --input FILE.xyz [options]\n"
+            "Geometry optimisation of every structure in FILE.xyz, all at once, each system on its own:\n"
+            "a system stops as soon as it meets every criterion; the others go on.\n\n"
+            "  --optimizer NAME      fire (ASE's FIRE, default), fire2 (FIRE 2.0), lbfgs (ASE's LBFGS),\n"
+            "                        gd (gradient descent)\n"
+            "  --fmax F              converged when the largest atomic force is <= F eV/Å (default 0.05)\n"
+            "  --energy-change E     and |E - E_previous| <= E eV (default: not used)\n"
+            "  --max-steps N         give up after N steps (default 1000); unconverged systems keep\n"
+            "                        status 0 in --output and are listed\n");
+    usage_common(fp);
 }
 
 static void usage_main(FILE *fp)
 {
     fprintf(fp,
             "usage: mdflow [COMMAND] [options]\n"
-            "Batched molecular dynamics of many atomic systems as StarPU task graphs.\n\n"
+            "Batched molecular dynamics and geometry optimisation of many atomic systems as StarPU task\n"
+            "graphs.\n\n"
             "commands:\n"
             "  (none)     run the built-in default workload: hundreds of argon systems of mixed\n"
             "             sizes, NVE velocity Verlet, then a summary with StarPU's worker statistics\n"
-            "  md         molecular dynamics of a structure file:\n"
-            "             mdflow md --input FILE.xyz [--steps N --dt FS ...] (mdflow md --help)\n"
+            "  md         molecular dynamics: mdflow md --input FILE.xyz --ensemble nve|langevin|\n"
+            "             nose-hoover|bussi|npt [--steps N --dt FS ...] (mdflow md --help)\n"
+            "  relax      geometry optimisation: mdflow relax --input FILE.xyz --optimizer fire|fire2|\n"
+            "             lbfgs|gd --fmax F [...] (mdflow relax --help)\n"
+            "  methods    the registered integrators and optimisers\n"
             "  help       this text\n");
 }
 
-static void md_options_init(md_options *o)
+static void md_options_init(md_options *o, command cmd)
 {
     memset(o, 0, sizeof *o);
+    o->cmd = cmd;
     mdf_md_config_init(&o->md);
     mdf_lj_config_init(&o->lj);
     o->model = "lj";
@@ -95,12 +157,22 @@ static void md_options_init(md_options *o)
     o->temperature = -1.0;
     o->seed = 1;
     o->ncpus = o->ncuda = -1;
+    o->optimizer = "fire";
+    o->fmax = 0.05;
+    o->energy_change = -1.0;
+    o->max_steps = 1000;
+    o->log_every = cmd == CMD_RELAX ? 1 : 10;
+    o->max_force = -1.0;
+    o->drift = -1.0;
 }
 
 enum {
     OPT_INPUT = 256, OPT_OUTPUT, OPT_MODEL, OPT_EPS, OPT_SIGMA, OPT_RC, OPT_SPECIES, OPT_PAIR, OPT_SHIFT,
     OPT_INTEGRATOR, OPT_STEPS, OPT_DT, OPT_TEMP, OPT_SEED, OPT_SKIN, OPT_THERMO, OPT_THERMO_SYS,
-    OPT_THERMO_FILE, OPT_SHARDS, OPT_CHUNK, OPT_WINDOW, OPT_SCHED, OPT_NCPUS, OPT_NCUDA, OPT_QUIET, OPT_HELP
+    OPT_THERMO_FILE, OPT_SHARDS, OPT_CHUNK, OPT_WINDOW, OPT_SCHED, OPT_NCPUS, OPT_NCUDA, OPT_QUIET, OPT_HELP,
+    OPT_ENSEMBLE, OPT_KEEPV, OPT_FRICTION, OPT_TAUT, OPT_CHAIN, OPT_PRESSURE, OPT_TAUP, OPT_COMPRESS, OPT_LOG,
+    OPT_LOG_EVERY, OPT_NAN, OPT_MAXF, OPT_FREEZE, OPT_WRAP, OPT_DRIFT, OPT_OPTIMIZER, OPT_FMAX, OPT_DE,
+    OPT_MAX_STEPS
 };
 
 static const struct option md_long_options[] = {
@@ -116,62 +188,173 @@ static const struct option md_long_options[] = {
     {"shards", required_argument, 0, OPT_SHARDS}, {"chunk-atoms", required_argument, 0, OPT_CHUNK},
     {"window", required_argument, 0, OPT_WINDOW}, {"sched", required_argument, 0, OPT_SCHED},
     {"ncpus", required_argument, 0, OPT_NCPUS}, {"ncuda", required_argument, 0, OPT_NCUDA},
-    {"quiet", no_argument, 0, OPT_QUIET}, {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
+    {"quiet", no_argument, 0, OPT_QUIET}, {"help", no_argument, 0, OPT_HELP},
+    {"ensemble", required_argument, 0, OPT_ENSEMBLE}, {"keep-velocities", no_argument, 0, OPT_KEEPV},
+    {"friction", required_argument, 0, OPT_FRICTION}, {"tau-t", required_argument, 0, OPT_TAUT},
+    {"chain", required_argument, 0, OPT_CHAIN}, {"pressure", required_argument, 0, OPT_PRESSURE},
+    {"tau-p", required_argument, 0, OPT_TAUP}, {"compressibility", required_argument, 0, OPT_COMPRESS},
+    {"log", required_argument, 0, OPT_LOG}, {"log-every", required_argument, 0, OPT_LOG_EVERY},
+    {"nan-check", no_argument, 0, OPT_NAN}, {"max-force", required_argument, 0, OPT_MAXF},
+    {"freeze", no_argument, 0, OPT_FREEZE}, {"wrap", required_argument, 0, OPT_WRAP},
+    {"drift-warn", required_argument, 0, OPT_DRIFT}, {"optimizer", required_argument, 0, OPT_OPTIMIZER},
+    {"fmax", required_argument, 0, OPT_FMAX}, {"energy-change", required_argument, 0, OPT_DE},
+    {"max-steps", required_argument, 0, OPT_MAX_STEPS}, {0, 0, 0, 0}};
+
+/* Options that belong to one command only. */
+static int option_is_md_only(int c)
+{
+    return c == OPT_INTEGRATOR || c == OPT_STEPS || c == OPT_DT || c == OPT_TEMP || c == OPT_THERMO ||
+           c == OPT_THERMO_SYS || c == OPT_THERMO_FILE || c == OPT_QUIET || c == OPT_ENSEMBLE || c == OPT_KEEPV ||
+           c == OPT_FRICTION || c == OPT_TAUT || c == OPT_CHAIN || c == OPT_PRESSURE || c == OPT_TAUP ||
+           c == OPT_COMPRESS || c == OPT_WRAP || c == OPT_DRIFT;
+}
+
+static int option_is_relax_only(int c)
+{
+    return c == OPT_OPTIMIZER || c == OPT_FMAX || c == OPT_DE || c == OPT_MAX_STEPS;
+}
+
+/* --ensemble names -> registered methods. */
+static const char *ensemble_method(const char *ensemble)
+{
+    static const char *const map[][2] = {{"nve", "velocity_verlet"}, {"langevin", "langevin"},
+                                         {"nose-hoover", "nose_hoover"}, {"nvt", "nose_hoover"},
+                                         {"bussi", "bussi"}, {"npt", "npt"}};
+    for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
+        if (strcmp(map[k][0], ensemble) == 0) return map[k][1];
+    return NULL;
+}
+
+static mdf_status int_option(const char *name, const char *text, int *out, mdf_error *err)
+{
+    int64_t v = 0;
+    mdf_status st = cli_int64(name, text, &v, err);
+    if (st == MDF_OK) *out = (int)v;
+    return st;
+}
+
+/* One option; returns MDF_OK, an error, or -1 for --help. */
+static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
+{
+    mdf_dynamics_params *p = &o->md.params;
+    switch (c) {
+    case OPT_INPUT: o->input = optarg; return MDF_OK;
+    case OPT_OUTPUT: o->output = optarg; return MDF_OK;
+    case OPT_MODEL: o->model = optarg; return MDF_OK;
+    case OPT_EPS: return cli_double("--lj-epsilon", optarg, &o->lj_epsilon, err);
+    case OPT_SIGMA: return cli_double("--lj-sigma", optarg, &o->lj_sigma, err);
+    case OPT_RC: return cli_double("--lj-cutoff", optarg, &o->lj_cutoff, err);
+    case OPT_SPECIES: o->lj_species_given = 1; return cli_lj_species(optarg, &o->lj, err);
+    case OPT_PAIR: return cli_lj_pair(optarg, &o->lj, err);
+    case OPT_SHIFT: o->lj_shift = 1; return MDF_OK;
+    case OPT_INTEGRATOR: o->md.integrator = optarg; return MDF_OK;
+    case OPT_ENSEMBLE: o->ensemble = optarg; return MDF_OK;
+    case OPT_STEPS: return cli_int64("--steps", optarg, &o->md.steps, err);
+    case OPT_DT: return cli_double("--dt", optarg, &o->md.dt_fs, err);
+    case OPT_TEMP: return cli_double("--temperature", optarg, &o->temperature, err);
+    case OPT_KEEPV: o->keep_velocities = 1; return MDF_OK;
+    case OPT_SEED: return cli_int64("--seed", optarg, &o->seed, err);
+    case OPT_FRICTION: return cli_double("--friction", optarg, &p->langevin.friction_per_fs, err);
+    case OPT_TAUT:
+        if (cli_double("--tau-t", optarg, &p->bussi.tau_fs, err) != MDF_OK) return err ? err->code : MDF_ERR_INVALID;
+        p->nose_hoover.tau_fs = p->npt.tau_t_fs = p->bussi.tau_fs;
+        return MDF_OK;
+    case OPT_CHAIN: return int_option("--chain", optarg, &p->nose_hoover.chain, err);
+    case OPT_PRESSURE: return cli_double("--pressure", optarg, &p->npt.pressure_bar, err);
+    case OPT_TAUP: return cli_double("--tau-p", optarg, &p->npt.tau_p_fs, err);
+    case OPT_COMPRESS: return cli_double("--compressibility", optarg, &p->npt.compressibility_per_bar, err);
+    case OPT_SKIN: return cli_double("--skin", optarg, &o->md.skin, err);
+    case OPT_THERMO: return cli_int64("--thermo", optarg, &o->md.thermo_every, err);
+    case OPT_THERMO_SYS: o->md.thermo_per_system = 1; return MDF_OK;
+    case OPT_THERMO_FILE: o->thermo_file = optarg; return MDF_OK;
+    case OPT_SHARDS: return cli_int64("--shards", optarg, &o->shards, err);
+    case OPT_CHUNK: return int_option("--chunk-atoms", optarg, &o->md.chunk_atoms, err);
+    case OPT_WINDOW: return int_option("--window", optarg, &o->md.window, err);
+    case OPT_SCHED: o->sched = optarg; return MDF_OK;
+    case OPT_NCPUS: return cli_int64("--ncpus", optarg, &o->ncpus, err);
+    case OPT_NCUDA: return cli_int64("--ncuda", optarg, &o->ncuda, err);
+    case OPT_QUIET: o->quiet = 1; return MDF_OK;
+    case OPT_LOG: o->log_file = optarg; return MDF_OK;
+    case OPT_LOG_EVERY: return cli_int64("--log-every", optarg, &o->log_every, err);
+    case OPT_NAN: o->nan_check = 1; return MDF_OK;
+    case OPT_MAXF: return cli_double("--max-force", optarg, &o->max_force, err);
+    case OPT_FREEZE: o->freeze = 1; return MDF_OK;
+    case OPT_WRAP: return cli_int64("--wrap", optarg, &o->wrap_every, err);
+    case OPT_DRIFT: return cli_double("--drift-warn", optarg, &o->drift, err);
+    case OPT_OPTIMIZER: o->optimizer = optarg; return MDF_OK;
+    case OPT_FMAX: return cli_double("--fmax", optarg, &o->fmax, err);
+    case OPT_DE: return cli_double("--energy-change", optarg, &o->energy_change, err);
+    case OPT_MAX_STEPS: return cli_int64("--max-steps", optarg, &o->max_steps, err);
+    case OPT_HELP:
+        if (o->cmd == CMD_RELAX) usage_relax(stdout);
+        else usage_md(stdout);
+        return -1;
+    default: break;
+    }
+    const char *cmd = o->cmd == CMD_RELAX ? "relax" : "md";
+    return mdf_error_set(err, MDF_ERR_INVALID, "unknown or incomplete option '%s' (see mdflow %s --help)", name, cmd);
+}
+
+static mdf_status check_md_options(md_options *o, mdf_error *err)
+{
+    if (o->ensemble) {
+        const char *method = ensemble_method(o->ensemble);
+        if (!method)
+            return mdf_error_set(err, MDF_ERR_INVALID,
+                                 "--ensemble '%s' is not one of nve, langevin, nose-hoover, bussi, npt", o->ensemble);
+        o->md.integrator = method;
+    }
+    if (mdf_integrator_is_optimiser(o->md.integrator) == 1)
+        return mdf_error_set(err, MDF_ERR_INVALID, "'%s' is an optimiser: use mdflow relax --optimizer %s",
+                             o->md.integrator, o->md.integrator);
+    int thermostat = strcmp(o->md.integrator, "velocity_verlet") != 0 && strcmp(o->md.integrator, "nve") != 0;
+    if (thermostat && o->temperature < 0.0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "%s needs a target temperature: add --temperature K",
+                             o->md.integrator);
+    if (o->temperature >= 0.0) o->md.params.temperature_K = o->temperature;
+    o->md.params.seed = (uint64_t)o->seed;
+    return MDF_OK;
+}
+
+static mdf_status check_relax_options(md_options *o, mdf_error *err)
+{
+    if (mdf_integrator_is_optimiser(o->optimizer) != 1)
+        return mdf_error_set(err, MDF_ERR_INVALID, "--optimizer '%s' is not one of fire, fire2, lbfgs, gd",
+                             o->optimizer);
+    if (!(o->fmax >= 0.0)) return mdf_error_set(err, MDF_ERR_INVALID, "--fmax must be >= 0 eV/Å");
+    if (o->max_steps < 0) return mdf_error_set(err, MDF_ERR_INVALID, "--max-steps must be >= 0");
+    return MDF_OK;
+}
 
 /* Returns MDF_OK, an error, or -1 when --help was printed. */
-static int parse_md_options(int argc, char **argv, md_options *o, mdf_error *err)
+static int parse_options(int argc, char **argv, md_options *o, mdf_error *err)
 {
     int c;
-    int64_t iv;
     mdf_status st = MDF_OK;
     optind = 1;
     opterr = 0;
-    while (st == MDF_OK && (c = getopt_long(argc, argv, "", md_long_options, NULL)) != -1) {
+    const char *cmd = o->cmd == CMD_RELAX ? "relax" : "md";
+    int longindex = -1;
+    while (st == MDF_OK && (c = getopt_long(argc, argv, "", md_long_options, &longindex)) != -1) {
         const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-        switch (c) {
-        case OPT_INPUT: o->input = optarg; break;
-        case OPT_OUTPUT: o->output = optarg; break;
-        case OPT_MODEL: o->model = optarg; break;
-        case OPT_EPS: st = cli_double("--lj-epsilon", optarg, &o->lj_epsilon, err); break;
-        case OPT_SIGMA: st = cli_double("--lj-sigma", optarg, &o->lj_sigma, err); break;
-        case OPT_RC: st = cli_double("--lj-cutoff", optarg, &o->lj_cutoff, err); break;
-        case OPT_SPECIES: st = cli_lj_species(optarg, &o->lj, err); o->lj_species_given = 1; break;
-        case OPT_PAIR: st = cli_lj_pair(optarg, &o->lj, err); break;
-        case OPT_SHIFT: o->lj_shift = 1; break;
-        case OPT_INTEGRATOR: o->md.integrator = optarg; break;
-        case OPT_STEPS: st = cli_int64("--steps", optarg, &o->md.steps, err); break;
-        case OPT_DT: st = cli_double("--dt", optarg, &o->md.dt_fs, err); break;
-        case OPT_TEMP: st = cli_double("--temperature", optarg, &o->temperature, err); break;
-        case OPT_SEED: st = cli_int64("--seed", optarg, &o->seed, err); break;
-        case OPT_SKIN: st = cli_double("--skin", optarg, &o->md.skin, err); break;
-        case OPT_THERMO: st = cli_int64("--thermo", optarg, &o->md.thermo_every, err); break;
-        case OPT_THERMO_SYS: o->md.thermo_per_system = 1; break;
-        case OPT_THERMO_FILE: o->thermo_file = optarg; break;
-        case OPT_SHARDS: st = cli_int64("--shards", optarg, &o->shards, err); break;
-        case OPT_CHUNK:
-            st = cli_int64("--chunk-atoms", optarg, &iv, err);
-            o->md.chunk_atoms = (int32_t)iv;
-            break;
-        case OPT_WINDOW:
-            st = cli_int64("--window", optarg, &iv, err);
-            o->md.window = (int)iv;
-            break;
-        case OPT_SCHED: o->sched = optarg; break;
-        case OPT_NCPUS: st = cli_int64("--ncpus", optarg, &o->ncpus, err); break;
-        case OPT_NCUDA: st = cli_int64("--ncuda", optarg, &o->ncuda, err); break;
-        case OPT_QUIET: o->quiet = 1; break;
-        case OPT_HELP: usage_md(stdout); return -1;
-        default:
-            return mdf_error_set(err, MDF_ERR_INVALID, "unknown or incomplete option '%s' (see mdflow md --help)", name);
-        }
+        if ((o->cmd == CMD_RELAX && option_is_md_only(c)) || (o->cmd == CMD_MD && option_is_relax_only(c)))
+            return mdf_error_set(err, MDF_ERR_INVALID, "option '--%s' belongs to mdflow %s, not mdflow %s",
+                                 longindex >= 0 ? md_long_options[longindex].name : name,
+                                 o->cmd == CMD_RELAX ? "md" : "relax", cmd);
+        longindex = -1;
+        int r = apply_option(o, c, name, err);
+        if (r == -1) return -1;
+        st = (mdf_status)r;
     }
     if (st == MDF_OK && optind < argc)
-        st = mdf_error_set(err, MDF_ERR_INVALID, "unexpected argument '%s' (see mdflow md --help)", argv[optind]);
+        st = mdf_error_set(err, MDF_ERR_INVALID, "unexpected argument '%s' (see mdflow %s --help)", argv[optind], cmd);
     if (st == MDF_OK && !o->input)
-        st = mdf_error_set(err, MDF_ERR_INVALID, "--input is required (see mdflow md --help)");
+        st = mdf_error_set(err, MDF_ERR_INVALID, "--input is required (see mdflow %s --help)", cmd);
     if (st == MDF_OK && strcmp(o->model, "lj") != 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "unknown model '%s': available: lj", o->model);
     if (st == MDF_OK && o->shards < 0) st = mdf_error_set(err, MDF_ERR_INVALID, "--shards must be >= 0");
+    if (st == MDF_OK && o->log_every < 1) st = mdf_error_set(err, MDF_ERR_INVALID, "--log-every must be >= 1");
+    if (st == MDF_OK) st = o->cmd == CMD_RELAX ? check_relax_options(o, err) : check_md_options(o, err);
     return st;
 }
 
@@ -193,11 +376,11 @@ static mdf_status lj_from_options(md_options *o, const mdf_frame_list *frames, m
     return MDF_OK;
 }
 
-static void print_summary(const mdf_batch *b, const mdf_md_report *r)
+static void print_summary(const mdf_batch *b, const mdf_stage_report *r)
 {
     printf("\nmdflow summary\n");
     printf("  systems %zu, atoms %lld, shards %d, model chunks %d\n", mdf_batch_nsystems(b),
-           (long long)r->atoms, r->nshards, r->nchunks);
+           (long long)mdf_batch_natoms(b), r->nshards, r->nchunks);
     printf("  %lld steps in %.3f s: %.4g atom-steps/s\n", (long long)r->steps, r->wall_seconds,
            r->atom_steps_per_second);
     printf("  model evaluations %lld, neighbour-list rebuilds %lld (summed over systems)\n",
@@ -205,6 +388,24 @@ static void print_summary(const mdf_batch *b, const mdf_md_report *r)
     printf("  largest neighbour count %d of %d slots, atoms beyond the slots %lld\n", r->max_neighbours,
            r->list_slots, (long long)r->overflowed_atoms);
     mdf_runtime_print_worker_stats(stdout);
+}
+
+/* Which systems a relaxation left unconverged (the first few, by id). */
+static void print_relax_result(const mdf_batch *b, const md_options *o, const mdf_stage_report *r)
+{
+    size_t n = mdf_batch_nsystems(b);
+    printf("\nrelaxed %lld of %zu systems (fmax <= %g eV/Å%s) in at most %lld steps\n", (long long)r->converged, n,
+           o->fmax, o->energy_change >= 0.0 ? ", energy change within --energy-change" : "", (long long)r->steps);
+    if (r->remaining == 0) return;
+    printf("not converged after %lld steps (status 0 in the output):", (long long)o->max_steps);
+    int shown = 0;
+    for (size_t i = 0; i < n && shown < 20; i++) {
+        mdf_system_view v;
+        if (mdf_batch_get_system(b, i, &v, NULL) != MDF_OK || v.status != 0) continue;
+        printf(" %lld (fmax %.3g)", (long long)v.id, v.fmax);
+        shown++;
+    }
+    printf("%s\n", r->remaining > shown ? " ..." : "");
 }
 
 static mdf_status write_output(const char *path, mdf_batch *b, mdf_error *err)
@@ -254,7 +455,91 @@ static void thermo_close(thermo_file *t)
     else remove(t->tmp);
 }
 
-static mdf_status run_md(md_options *o, mdf_error *err)
+/* Whether any frame flags frozen atoms (columns the batch reads). */
+static int frames_have_frozen(const mdf_frame_list *frames)
+{
+    for (size_t i = 0; i < frames->count; i++)
+        for (size_t k = 0; k < frames->frames[i].nextra; k++) {
+            const char *name = frames->frames[i].extra[k].name;
+            if (!strcmp(name, "fixed") || !strcmp(name, "move_mask")) return 1;
+        }
+    return 0;
+}
+
+static mdf_status add_hook(mdf_stage *s, mdf_status st, mdf_hook *h, mdf_error *err)
+{
+    if (st != MDF_OK) return st;
+    return mdf_stage_add_hook(s, h, err);
+}
+
+/* Hooks in the order they should act: constraints on the forces first,
+ * checks, then what writes to files. */
+static mdf_status add_hooks(mdf_stage *s, const md_options *o, FILE *thermo, int freeze, mdf_error *err)
+{
+    mdf_status st = MDF_OK;
+    mdf_hook *h = NULL;
+    if (freeze) {
+        st = mdf_hook_create_freeze(&h, err);
+        st = add_hook(s, st, h, err);
+    }
+    if (st == MDF_OK && o->max_force >= 0.0) {
+        st = mdf_hook_create_force_clamp(o->max_force, &h, err);
+        st = add_hook(s, st, h, err);
+    }
+    if (st == MDF_OK && o->nan_check) {
+        st = mdf_hook_create_nan_check(1, MDF_NAN_STOP, stderr, &h, err);
+        st = add_hook(s, st, h, err);
+    }
+    if (st == MDF_OK && o->wrap_every > 0) {
+        st = mdf_hook_create_wrap(o->wrap_every, &h, err);
+        st = add_hook(s, st, h, err);
+    }
+    if (st == MDF_OK && o->drift > 0.0) {
+        st = mdf_hook_create_drift_monitor(o->drift, MDF_DRIFT_WARN, o->log_every, stderr, &h, err);
+        st = add_hook(s, st, h, err);
+    }
+    if (st == MDF_OK && thermo && o->md.thermo_every > 0) {
+        st = mdf_hook_create_thermo(thermo, o->md.thermo_per_system, o->md.thermo_every, o->md.dt_fs, &h, err);
+        st = add_hook(s, st, h, err);
+    }
+    if (st == MDF_OK && o->log_file) {
+        st = mdf_hook_create_log(o->log_file, o->log_every, &h, err);
+        st = add_hook(s, st, h, err);
+    }
+    return st;
+}
+
+static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf_stage **out, mdf_error *err)
+{
+    mdf_stage_config sc;
+    mdf_stage_config_init(&sc);
+    sc.params = o->md.params;
+    sc.window = o->md.window;
+    sc.skin = o->md.skin;
+    sc.chunk_atoms = o->md.chunk_atoms;
+    if (o->cmd == CMD_RELAX) {
+        sc.integrator = o->optimizer;
+        sc.max_steps = o->max_steps;
+    } else {
+        sc.integrator = o->md.integrator;
+        sc.params.dt_fs = o->md.dt_fs;
+        sc.max_steps = o->md.steps;
+    }
+    mdf_status st = mdf_stage_create(&sc, out, err);
+    if (st == MDF_OK && o->cmd == CMD_RELAX) {
+        st = mdf_stage_add_criterion(*out, MDF_CRITERION_FMAX, o->fmax, err);
+        if (st == MDF_OK && o->energy_change >= 0.0)
+            st = mdf_stage_add_criterion(*out, MDF_CRITERION_ENERGY_CHANGE, o->energy_change, err);
+    }
+    if (st == MDF_OK) st = add_hooks(*out, o, thermo, freeze, err);
+    if (st != MDF_OK) {
+        mdf_stage_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static mdf_status run_command(md_options *o, mdf_error *err)
 {
     mdf_frame_list frames;
     mdf_frame_list_init(&frames);
@@ -262,8 +547,9 @@ static mdf_status run_md(md_options *o, mdf_error *err)
     if (st == MDF_OK && frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s holds no structure", o->input);
     if (st == MDF_OK) st = lj_from_options(o, &frames, err);
+    if (o->md.thermo_every < 0) o->md.thermo_every = o->md.steps >= 10 ? o->md.steps / 10 : 1;
     thermo_file thermo = {0};
-    if (st == MDF_OK) st = thermo_open(&thermo, o->thermo_file, o->quiet, err);
+    if (st == MDF_OK && o->cmd == CMD_MD) st = thermo_open(&thermo, o->thermo_file, o->quiet, err);
     mdf_runtime_config rc;
     mdf_runtime_config_init(&rc);
     rc.sched = o->sched;
@@ -274,25 +560,45 @@ static mdf_status run_md(md_options *o, mdf_error *err)
     started = st == MDF_OK;
     mdf_model *model = NULL;
     mdf_batch *batch = NULL;
+    mdf_stage *stage = NULL;
     if (st == MDF_OK) st = mdf_model_create_lj(&o->lj, &model, err);
     mdf_batch_config bc;
     mdf_batch_config_init(&bc);
     bc.nshards = (int)o->shards;
     if (st == MDF_OK) st = mdf_batch_create(frames.frames, frames.count, &bc, &batch, err);
-    if (st == MDF_OK && o->temperature >= 0.0)
-        st = mdf_batch_thermalize(batch, o->temperature, (uint64_t)o->seed, o->md.status, err);
-    if (o->md.thermo_every < 0) o->md.thermo_every = o->md.steps >= 10 ? o->md.steps / 10 : 1;
-    o->md.thermo = thermo.fp;
-    mdf_md_report report;
-    if (st == MDF_OK) st = mdf_md_run(batch, model, &o->md, &report, err);
-    if (st == MDF_OK && o->output) st = write_output(o->output, batch, err);
+    if (st == MDF_OK && o->cmd == CMD_MD && o->temperature >= 0.0 && !o->keep_velocities)
+        st = mdf_batch_thermalize(batch, o->temperature, (uint64_t)o->seed, 0, err);
+    int freeze = o->freeze || frames_have_frozen(&frames);
+    if (st == MDF_OK) st = build_stage(o, thermo.fp, freeze, &stage, err);
+    mdf_stage_report report;
+    memset(&report, 0, sizeof report);
+    if (st == MDF_OK) st = mdf_stage_run(stage, batch, model, &report, err);
+    /* Write what there is also after a run stopped by a hook: it says where. */
+    if (batch && o->output && (st == MDF_OK || err->code == MDF_ERR_PHYSICS)) {
+        mdf_error werr;
+        mdf_error_clear(&werr);
+        if (write_output(o->output, batch, &werr) != MDF_OK && st == MDF_OK) {
+            st = werr.code;
+            *err = werr;
+        }
+    }
+    if (st == MDF_OK && o->cmd == CMD_RELAX) print_relax_result(batch, o, &report);
     if (st == MDF_OK) print_summary(batch, &report);
+    mdf_stage_destroy(stage);
     mdf_batch_destroy(batch);
     mdf_model_destroy(model);
     if (started) mdf_runtime_stop();
     thermo_close(&thermo);
     mdf_frame_list_free(&frames);
     return st;
+}
+
+static void print_methods(void)
+{
+    printf("integrators and optimisers (mdflow md --integrator NAME, mdflow relax --optimizer NAME):\n");
+    for (size_t k = 0; k < mdf_integrator_count(); k++)
+        printf("  %-16s %s%s\n", mdf_integrator_name(k), mdf_integrator_summary(k),
+               mdf_integrator_is_optimiser(mdf_integrator_name(k)) == 1 ? " [optimiser]" : "");
 }
 
 static const char *default_dataset(void)
@@ -321,7 +627,7 @@ int main(int argc, char **argv)
     mdf_error err;
     mdf_error_clear(&err);
     md_options o;
-    md_options_init(&o);
+    md_options_init(&o, CMD_MD);
     if (argc < 2) {
         const char *data = default_dataset();
         if (!data) {
@@ -336,18 +642,23 @@ int main(int argc, char **argv)
         o.md.dt_fs = 5.0;
         o.temperature = 40.0;
         o.md.thermo_every = 20;
-        return run_md(&o, &err) == MDF_OK ? 0 : fail(&err);
+        return run_command(&o, &err) == MDF_OK ? 0 : fail(&err);
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         usage_main(stdout);
         return 0;
     }
-    if (!strcmp(cmd, "md")) {
-        int r = parse_md_options(argc - 1, argv + 1, &o, &err);
+    if (!strcmp(cmd, "methods")) {
+        print_methods();
+        return 0;
+    }
+    if (!strcmp(cmd, "md") || !strcmp(cmd, "relax")) {
+        md_options_init(&o, !strcmp(cmd, "relax") ? CMD_RELAX : CMD_MD);
+        int r = parse_options(argc - 1, argv + 1, &o, &err);
         if (r == -1) return 0;
         if (r != MDF_OK) return fail(&err);
-        return run_md(&o, &err) == MDF_OK ? 0 : fail(&err);
+        return run_command(&o, &err) == MDF_OK ? 0 : fail(&err);
     }
     mdf_error_set(&err, MDF_ERR_INVALID, "unknown command '%s' (see mdflow --help)", cmd);
     usage_main(stderr);

@@ -81,7 +81,9 @@ typedef struct mdf_sys_state {
     double d[MDF_STATE_DOUBLES];
     int64_t n[MDF_STATE_INTS];
     int32_t owner;
-    int32_t pad_;
+    int32_t method;        /* registry number + 1 of the method that owns the
+                            * block; a stage whose method differs starts the
+                            * block afresh (set by the stage, host side) */
 } mdf_sys_state;
 
 /* A contiguous range of atoms of one shard worked on by one task: either

@@ -52,6 +52,7 @@ MDF_HD int mdf_converge_system(mdf_sys_info *s, mdf_sys_result *r, mdf_sys_state
     for (int k = 0; k < MDF_STATE_DOUBLES; k++) st->d[k] = 0.0;
     for (int k = 0; k < MDF_STATE_INTS; k++) st->n[k] = 0;
     st->owner = 0;
+    st->method = 0;
     return 1;
 }
 

@@ -1,0 +1,166 @@
+/* mdflow — thermostats and barostat, CPU implementation (one system at a
+ * time; the arithmetic is in thermostat_kernel.h). */
+#include <starpu.h>
+#include "thermostat_kernel.h"
+#include "thermostat_codelet.h"
+
+#define VEC(i) STARPU_VECTOR_GET_PTR(buffers[i])
+
+/* Kinetic energy of a system (fixed order). */
+static double system_ke(const mdf_sys_info *s, const double *v, const mdf_atom_info *atoms)
+{
+    double ke = 0.0;
+    int32_t a1 = s->atom_start + s->natoms;
+    for (int32_t a = s->atom_start; a < a1; a++) ke += mdf_thermo_ke(v + 3 * a, atoms[a].mass);
+    return ke;
+}
+
+static void scale_velocities(const mdf_sys_info *s, double *v, double alpha)
+{
+    int32_t a1 = s->atom_start + s->natoms;
+    for (int32_t k = 3 * s->atom_start; k < 3 * a1; k++) v[k] *= alpha;
+}
+
+/* buffers: pos RW, vel RW, force R, atoms R, sys R, res RW, state RW */
+void mdf_langevin_pre_cpu(void *buffers[], void *cl_arg)
+{
+    const mdf_thermo_args *a = (const mdf_thermo_args *)cl_arg;
+    double *x = (double *)VEC(0), *v = (double *)VEC(1);
+    const double *f = (const double *)VEC(2);
+    const mdf_atom_info *atoms = (const mdf_atom_info *)VEC(3);
+    const mdf_sys_info *sys = (const mdf_sys_info *)VEC(4);
+    mdf_sys_result *res = (mdf_sys_result *)VEC(5);
+    mdf_sys_state *st = (mdf_sys_state *)VEC(6);
+    for (int32_t s = 0; s < a->nsys; s++) {
+        if (sys[s].status != a->status) continue;
+        if (st[s].owner != MDF_THERMO_OWNER(MDF_THERMO_LANGEVIN)) {
+            res[s].extra_energy = 0.0;
+            st[s].owner = MDF_THERMO_OWNER(MDF_THERMO_LANGEVIN);
+        }
+        uint64_t key = mdf_velocity_key(a->seed, sys[s].id);
+        double dk = 0.0;
+        for (int32_t i = 0; i < sys[s].natoms; i++) {
+            int32_t at = sys[s].atom_start + i;
+            dk += mdf_baoab_pre_atom(x + 3 * at, v + 3 * at, f + 3 * at, atoms[at].mass, atoms[at].inv_mass,
+                                     atoms[at].flags, a, key, sys[s].step, (uint32_t)i);
+        }
+        res[s].extra_energy -= dk;
+    }
+}
+
+/* buffers: pos RW, vel RW, force R, atoms R, sys R, state RW */
+void mdf_nhc_pre_cpu(void *buffers[], void *cl_arg)
+{
+    const mdf_thermo_args *a = (const mdf_thermo_args *)cl_arg;
+    double *x = (double *)VEC(0), *v = (double *)VEC(1);
+    const double *f = (const double *)VEC(2);
+    const mdf_atom_info *atoms = (const mdf_atom_info *)VEC(3);
+    const mdf_sys_info *sys = (const mdf_sys_info *)VEC(4);
+    mdf_sys_state *st = (mdf_sys_state *)VEC(5);
+    for (int32_t s = 0; s < a->nsys; s++) {
+        if (sys[s].status != a->status) continue;
+        if (st[s].owner != MDF_THERMO_OWNER(MDF_THERMO_NHC)) {
+            for (int k = 0; k < MDF_STATE_DOUBLES; k++) st[s].d[k] = 0.0;
+            st[s].owner = MDF_THERMO_OWNER(MDF_THERMO_NHC);
+        }
+        double k2 = 2.0 * system_ke(&sys[s], v, atoms);
+        double scale = mdf_nhc_half(st[s].d + MDF_NHC_ETA, st[s].d + MDF_NHC_ETA_DOT, a->chain, k2,
+                                    mdf_dof(sys[s].natoms), a->kT, a->tau, a->dt);
+        scale_velocities(&sys[s], v, scale);
+        int32_t a1 = sys[s].atom_start + sys[s].natoms;
+        for (int32_t at = sys[s].atom_start; at < a1; at++)
+            mdf_thermo_kick_drift(x + 3 * at, v + 3 * at, f + 3 * at, atoms[at].inv_mass, a->dt);
+    }
+}
+
+/* buffers: pos RW, vel RW, force R, atoms R, sys RW, res RW, state RW */
+void mdf_npt_pre_cpu(void *buffers[], void *cl_arg)
+{
+    const mdf_thermo_args *a = (const mdf_thermo_args *)cl_arg;
+    double *x = (double *)VEC(0), *v = (double *)VEC(1);
+    const double *f = (const double *)VEC(2);
+    const mdf_atom_info *atoms = (const mdf_atom_info *)VEC(3);
+    mdf_sys_info *sys = (mdf_sys_info *)VEC(4);
+    mdf_sys_result *res = (mdf_sys_result *)VEC(5);
+    mdf_sys_state *st = (mdf_sys_state *)VEC(6);
+    for (int32_t s = 0; s < a->nsys; s++) {
+        if (sys[s].status != a->status) continue;
+        if (st[s].owner != MDF_THERMO_OWNER(MDF_THERMO_NPT)) {
+            st[s].d[MDF_NPT_ACC] = 0.0;
+            st[s].owner = MDF_THERMO_OWNER(MDF_THERMO_NPT);
+        }
+        int32_t a0 = sys[s].atom_start, a1 = a0 + sys[s].natoms;
+        double V = mdf_npt_volume(&sys[s]);
+        if (V > 0.0) {
+            double K = system_ke(&sys[s], v, atoms), trw = mdf_trace3(res[s].virial);
+            double p = (2.0 * K + trw) / (3.0 * V);
+            double de = mdf_npt_deps(p, V, mdf_npt_noise(mdf_velocity_key(a->seed, sys[s].id), sys[s].step), a);
+            double mu = exp(de / 3.0);
+            for (int32_t k = 3 * a0; k < 3 * a1; k++) {
+                x[k] *= mu;
+                v[k] /= mu;
+            }
+            mdf_npt_scale_cell(&sys[s], mu);
+            st[s].d[MDF_NPT_ACC] -= K / (mu * mu) - K - trw * de / 3.0;
+            V = mdf_npt_volume(&sys[s]);
+        }
+        res[s].extra_energy = a->p0 * V + st[s].d[MDF_NPT_ACC];
+        for (int32_t at = a0; at < a1; at++)
+            mdf_thermo_kick_drift(x + 3 * at, v + 3 * at, f + 3 * at, atoms[at].inv_mass, a->dt);
+    }
+}
+
+/* The Bussi rescaling of system s at the end of its step: returns K'. */
+static double bussi_rescale(const mdf_sys_info *s, double *v, double K, const mdf_thermo_args *a)
+{
+    double nf = mdf_dof(s->natoms), r1 = 0.0, sum2 = 0.0, knew;
+    uint64_t key = mdf_velocity_key(a->seed, s->id);
+    uint32_t nd = mdf_bussi_ndraws(nf);
+    for (uint32_t b = 0; b < nd; b++) mdf_bussi_draw(key, s->step, b, nf, &r1, &sum2);
+    double alpha = mdf_bussi_alpha(K, 0.5 * nf * a->kT, nf, a->c1, r1, sum2, &knew);
+    scale_velocities(s, v, alpha);
+    return knew;
+}
+
+/* buffers: vel RW, force R, atoms R, sys RW, res RW, state RW */
+void mdf_thermo_post_cpu(void *buffers[], void *cl_arg)
+{
+    const mdf_thermo_args *a = (const mdf_thermo_args *)cl_arg;
+    double *v = (double *)VEC(0);
+    const double *f = (const double *)VEC(1);
+    const mdf_atom_info *atoms = (const mdf_atom_info *)VEC(2);
+    mdf_sys_info *sys = (mdf_sys_info *)VEC(3);
+    mdf_sys_result *res = (mdf_sys_result *)VEC(4);
+    mdf_sys_state *st = (mdf_sys_state *)VEC(5);
+    for (int32_t s = 0; s < a->nsys; s++) {
+        if (sys[s].status != a->status) continue;
+        int32_t a1 = sys[s].atom_start + sys[s].natoms;
+        double K = 0.0;
+        for (int32_t at = sys[s].atom_start; at < a1; at++)
+            K += mdf_thermo_kick(v + 3 * at, f + 3 * at, atoms[at].mass, atoms[at].inv_mass, a->dt);
+        if (a->kind == MDF_THERMO_BUSSI) {
+            if (st[s].owner != MDF_THERMO_OWNER(MDF_THERMO_BUSSI)) {
+                res[s].extra_energy = 0.0;
+                st[s].owner = MDF_THERMO_OWNER(MDF_THERMO_BUSSI);
+            }
+            double knew = bussi_rescale(&sys[s], v, K, a);
+            res[s].extra_energy -= knew - K;
+            K = knew;
+        } else if (a->kind == MDF_THERMO_NHC) {
+            double nf = mdf_dof(sys[s].natoms);
+            double *eta = st[s].d + MDF_NHC_ETA, *eta_dot = st[s].d + MDF_NHC_ETA_DOT;
+            double scale = mdf_nhc_half(eta, eta_dot, a->chain, 2.0 * K, nf, a->kT, a->tau, a->dt);
+            scale_velocities(&sys[s], v, scale);
+            K *= scale * scale;
+            res[s].extra_energy = mdf_nhc_energy(eta, eta_dot, a->chain, nf, a->kT, a->tau);
+        } else if (a->kind == MDF_THERMO_NPT) {
+            double knew = bussi_rescale(&sys[s], v, K, a);
+            st[s].d[MDF_NPT_ACC] -= knew - K;
+            res[s].extra_energy = a->p0 * mdf_npt_volume(&sys[s]) + st[s].d[MDF_NPT_ACC];
+            K = knew;
+        }
+        res[s].kinetic = K;
+        sys[s].step++;
+        sys[s].stage_step++;
+    }
+}

@@ -1,0 +1,33 @@
+/* mdflow — the force clamp hook: forces longer than a limit are scaled down
+ * to it, keeping their direction, right after the model (a guard against
+ * the huge forces of overlapping atoms in a starting structure). */
+#include <math.h>
+#include <stdlib.h>
+#include "../hook_internal.h"
+#include "../../codelets/hooks/hooks_codelet.h"
+
+typedef struct clamp_impl {
+    double max_force;
+} clamp_impl;
+
+static int clamp_submit(mdf_hook *h, const mdf_hook_ctx *c)
+{
+    const clamp_impl *impl = (const clamp_impl *)h->impl;
+    mdf_hooks_args a = {.work = c->sh->natoms, .nsys = c->sh->nsys, .status = c->status,
+                        .max_force = impl->max_force};
+    return mdf_insert_hook_force_clamp(c->sh->force, c->sh->sys, &a);
+}
+
+static const mdf_hook_ops clamp_ops = {.kind = "force_clamp", .submit = clamp_submit, .destroy_impl = free};
+
+mdf_status mdf_hook_create_force_clamp(double max_force, mdf_hook **out, mdf_error *err)
+{
+    *out = NULL;
+    if (!(max_force > 0.0) || !isfinite(max_force))
+        return mdf_error_set(err, MDF_ERR_INVALID, "the force clamp's limit must be positive and finite (got %g eV/Å)",
+                             max_force);
+    clamp_impl *impl = calloc(1, sizeof *impl);
+    if (!impl) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the force clamp hook");
+    impl->max_force = max_force;
+    return mdf_hook_new(&clamp_ops, "force_clamp", MDF_AFTER_COMPUTE, 1, impl, out, err);
+}

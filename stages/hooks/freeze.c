@@ -1,0 +1,21 @@
+/* mdflow — the freeze hook: atoms flagged MDF_ATOM_FROZEN get zero force
+ * and velocity right after the model, so every integrator and optimiser
+ * leaves them where they are (ASE's FixAtoms). It also fires at step 0,
+ * after the first evaluation, so the first half-kick already sees zeros. */
+#include <stdlib.h>
+#include "../hook_internal.h"
+#include "../../codelets/hooks/hooks_codelet.h"
+
+static int freeze_submit(mdf_hook *h, const mdf_hook_ctx *c)
+{
+    (void)h;
+    mdf_hooks_args a = {.work = c->sh->natoms, .nsys = c->sh->nsys, .status = c->status};
+    return mdf_insert_hook_freeze(c->sh->force, c->sh->vel, c->sh->atoms, c->sh->sys, &a);
+}
+
+static const mdf_hook_ops freeze_ops = {.kind = "freeze", .submit = freeze_submit};
+
+mdf_status mdf_hook_create_freeze(mdf_hook **out, mdf_error *err)
+{
+    return mdf_hook_new(&freeze_ops, "freeze", MDF_AFTER_COMPUTE, 1, NULL, out, err);
+}

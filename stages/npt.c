@@ -1,0 +1,101 @@
+/* mdflow — NPT: isotropic stochastic cell rescaling (Bernetti & Bussi,
+ * J. Chem. Phys. 153, 114107 (2020)) with the Bussi thermostat (time tau_t).
+ * Per step:
+ *   pre_update   ε = ln V moves by
+ *                  dε = -(β_T/τ_p)(P0 - P) dt + sqrt(2 kT β_T dt/(V τ_p)) R
+ *                with P = (2K + tr W)/(3V) at the current positions and
+ *                velocities (the virial of the last evaluation: the method
+ *                asks the model for it every step); positions and the cell
+ *                scale by μ = exp(dε/3), inv_cell by 1/μ, velocities by 1/μ;
+ *                then velocity Verlet's first half.
+ *   post_update  B(dt/2), Bussi rescaling with c = exp(-dt/τ_T).
+ * On the kT/V term of the paper's equation: see mdf_npt_deps
+ * (thermostat_kernel.h); taken with the Itô reading used here it cancels,
+ * and the sampled volume distribution is the isothermal–isobaric one. The
+ * kick after the rescaling uses the forces of the unscaled positions (as
+ * GROMACS's C-rescale does): an O(dε dt) splitting error, far below the
+ * sampling noise for τ_p ≫ dt.
+ *
+ * Cost: the cell changes every step, so the neighbour lists of every NPT
+ * system are rebuilt every step (a cell change invalidates the binning);
+ * that is the price of exact lists, about the cost of one extra model
+ * evaluation per step. The half-width limit (cutoff + skin <= half of every
+ * periodic width) is checked when the stage starts: leave margin for the
+ * cell to shrink.
+ *
+ * Systems that are not periodic in all three directions have no volume to
+ * couple: they run at constant volume with the Bussi thermostat alone
+ * (NVT), silently. Periodic slabs (pbc in two directions) are in that case:
+ * an isotropic barostat would couple the vacuum gap.
+ *
+ * res.extra_energy = P0 V minus the energy the thermostat and the rescalings
+ * added (ΔK exactly, ΔU ≈ -tr W dε/3 to first order), Bernetti & Bussi's
+ * effective energy: potential + kinetic + extra_energy drifts only by the
+ * integration error. */
+#include <math.h>
+#include "integrator.h"
+#include "mdflow/units.h"
+#include "../codelets/thermostat/thermostat_codelet.h"
+
+/* 1 bar in eV/Å³. */
+#define MDF_BAR_IN_EV_PER_A3 (1e-4 / MDF_EV_PER_A3_IN_GPA)
+
+static mdf_status positive(const char *name, double v, const char *unit, const char *hint, mdf_error *err)
+{
+    if (v > 0.0 && isfinite(v)) return MDF_OK;
+    return mdf_error_set(err, MDF_ERR_INVALID, "npt: %s %g must be finite and > 0 %s%s", name, v, unit, hint);
+}
+
+static mdf_status npt_check(const mdf_dynamics_params *p, mdf_error *err)
+{
+    mdf_status st = positive("temperature_K", p->temperature_K, "K", "", err);
+    if (st == MDF_OK && !isfinite(p->npt.pressure_bar))
+        st = mdf_error_set(err, MDF_ERR_INVALID, "npt: pressure_bar %g must be finite (bar; may be negative)",
+                           p->npt.pressure_bar);
+    if (st == MDF_OK) st = positive("tau_p_fs", p->npt.tau_p_fs, "fs", " (typical 1000; at least 100 dt)", err);
+    if (st == MDF_OK)
+        st = positive("compressibility_per_bar", p->npt.compressibility_per_bar, "1/bar",
+                      " (water 4.5e-5, metals ~1e-6; only the barostat's speed depends on it)", err);
+    if (st == MDF_OK) st = positive("tau_t_fs", p->npt.tau_t_fs, "fs", " (typical 100)", err);
+    return st;
+}
+
+static mdf_thermo_args npt_args(const mdf_step_ctx *c)
+{
+    const mdf_dynamics_params *p = c->p;
+    return (mdf_thermo_args){.work = c->sh->natoms, .dt = c->dt, .kT = MDF_KB * p->temperature_K,
+                             .c1 = exp(-p->dt_fs / p->npt.tau_t_fs),
+                             .p0 = p->npt.pressure_bar * MDF_BAR_IN_EV_PER_A3,
+                             .beta_t = p->npt.compressibility_per_bar / MDF_BAR_IN_EV_PER_A3,
+                             .tau_p = mdf_fs_to_internal(p->npt.tau_p_fs), .seed = p->seed,
+                             .status = c->status, .nsys = c->sh->nsys, .kind = MDF_THERMO_NPT};
+}
+
+static mdf_thermo_handles handles(const mdf_shard *sh)
+{
+    return (mdf_thermo_handles){.pos = sh->pos, .vel = sh->vel, .force = sh->force, .atoms = sh->atoms,
+                                .sys = sh->sys, .res = sh->res, .state = sh->state};
+}
+
+static int npt_pre(const mdf_step_ctx *c)
+{
+    mdf_thermo_handles h = handles(c->sh);
+    mdf_thermo_args a = npt_args(c);
+    return mdf_insert_npt_pre(&h, &a);
+}
+
+static int npt_post(const mdf_step_ctx *c)
+{
+    mdf_thermo_handles h = handles(c->sh);
+    mdf_thermo_args a = npt_args(c);
+    return mdf_insert_thermo_post(&h, &a);
+}
+
+const mdf_integrator_ops mdf_npt = {
+    .name = "npt",
+    .summary = "NPT: isotropic stochastic cell rescaling (Bernetti & Bussi 2020) + Bussi thermostat",
+    .flags = MDF_INTEG_NEEDS_VIRIAL,
+    .check = npt_check,
+    .pre_update = npt_pre,
+    .post_update = npt_post,
+};

@@ -1,0 +1,708 @@
+/* mdflow tests — thermostats and barostat, against theory and LAMMPS.
+ *
+ * 1. Canonical kinetic energy (Langevin BAOAB, Bussi CSVR). 64 periodic
+ *    Lennard-Jones argon fluids of 32 atoms (ρ = 0.021 Å⁻³, 120 K). For a
+ *    canonical ensemble K is Gamma-distributed: <K> = Nf kT/2,
+ *    Var K = Nf (kT)²/2. Nf = 3N for Langevin (its noise acts on every atom,
+ *    so it thermalises the total momentum too) and 3N - 3 for Bussi (the
+ *    rescaling keeps the zero total momentum of the velocity draw). Each
+ *    system gives one time average of K and one of (K - <K>_theory)²; the 64
+ *    systems are independent (own Philox streams), so the error of the grand
+ *    mean is the spread over systems / sqrt(64), measured from the data. The
+ *    test asks for agreement within 4σ plus the O(dt²) bias of the
+ *    integrators: for a harmonic mode of frequency ω the sampled kinetic
+ *    energy is off by a relative (ω dt)²/4 at most (Verlet's shadow energy;
+ *    BAOAB's velocity marginal); argon's highest frequency (Debye, 2 THz,
+ *    ω = 0.0126 rad/fs) gives 1.6e-4 at dt = 2 fs: we allow 5e-4 for the mean
+ *    and 1e-3 for the variance.
+ * 2. Nosé–Hoover chain: the extended energy E + K + extra_energy is
+ *    conserved. Bound as in test_md: |ΔH| ≤ 3N kT (ω_E dt)²/4 with the
+ *    Einstein frequency of the starting configuration, and the rms
+ *    fluctuation scales as dt² (ratio 4 for dt halved, accepted 3..5.5). The
+ *    mean kinetic energy over the second half of the run matches Nf kT/2
+ *    within 10% (loose: a short run that starts from a crystal).
+ * 3. NPT against LAMMPS: an fcc argon crystal (4×4×4 cells, 256 atoms,
+ *    lj/cut 8.5 Å, unshifted: LAMMPS's pressure has no shift term either) at
+ *    60 K and 500 bar (far enough from 0 that an error in the pressure's
+ *    units shows: β_T ΔP ≈ 3.5% of V). LAMMPS runs `fix npt temp 60 60 0.1
+ *    iso 500 500 1.0` (MTK, which samples the same isothermal–isobaric
+ *    ensemble) for 10 + 60 ps and prints the volume every 10 steps; we run
+ *    stochastic cell rescaling (τ_p 0.5 ps) on 2 independent copies for
+ *    4 + 16 ps each. Errors of the means come from block averages (blocks
+ *    of 2 ps for ours, about 4 volume correlation times; 5 ps for LAMMPS,
+ *    whose MTK volume oscillates with a ~1 ps period), ours also from the
+ *    spread of the copies, the larger of the two; the test asks
+ *    |V_ours - V_lammps| ≤ 4 sqrt(σ_ours² + σ_lammps²). The volume's
+ *    standard deviation, which is sqrt(kT V β_T) in the NPT ensemble, is
+ *    printed for both codes and must agree within 30% (a barostat that
+ *    damps or inflates the fluctuations fails this). Skipped (77) without
+ *    `lmp`.
+ * 4. Invariance: bit-for-bit identical positions, velocities, cells, kinetic
+ *    and extra energies with 1, 3 and 5 shards, under eager and dmda.
+ * 5. Bad parameters give errors that name the parameter and its range. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+
+#define AR_EPS 0.0104
+#define AR_SIG 3.40
+
+
+/* ---- sampling through a callback hook --------------------------------------- */
+
+/* Per-system series of K, H = E + K + extra and V, from stage step `from`
+ * on, every `every` steps; H0 is H at step 0. Systems are indexed by id; a
+ * system's rows come from one shard only, so no lock is needed. */
+typedef struct sampler {
+    int nsys, cap;
+    int64_t from;
+    int *n;
+    double *k, *h, *v, *h0;
+    int bad;
+} sampler;
+
+static sampler *sampler_new(int nsys, int cap, int64_t from)
+{
+    sampler *s = calloc(1, sizeof *s);
+    s->nsys = nsys;
+    s->cap = cap;
+    s->from = from;
+    s->n = calloc((size_t)nsys, sizeof *s->n);
+    s->k = calloc((size_t)nsys * (size_t)cap, sizeof(double));
+    s->h = calloc((size_t)nsys * (size_t)cap, sizeof(double));
+    s->v = calloc((size_t)nsys * (size_t)cap, sizeof(double));
+    s->h0 = calloc((size_t)nsys, sizeof(double));
+    return s;
+}
+
+static void sampler_free(sampler *s)
+{
+    free(s->n);
+    free(s->k);
+    free(s->h);
+    free(s->v);
+    free(s->h0);
+    free(s);
+}
+
+static void sample_rows(void *user, const mdf_hook_event *ev)
+{
+    sampler *s = (sampler *)user;
+    for (size_t r = 0; r < ev->nrows; r++) {
+        const mdf_hook_row *w = &ev->rows[r];
+        if (w->id < 0 || w->id >= s->nsys) {
+            s->bad = 1;
+            continue;
+        }
+        double h = w->energy + w->kinetic + w->extra_energy;
+        if (ev->step == 0) s->h0[w->id] = h;
+        if (ev->step < s->from || s->n[w->id] >= s->cap) continue;
+        size_t at = (size_t)w->id * (size_t)s->cap + (size_t)s->n[w->id]++;
+        s->k[at] = w->kinetic;
+        s->h[at] = h;
+        s->v[at] = w->volume;
+    }
+}
+
+static mdf_model *argon_model(double cutoff, int shift)
+{
+    mdf_lj_config lj = tu_argon(cutoff, shift);
+    mdf_model *m = NULL;
+    TU_CALL(mdf_model_create_lj, &lj, &m);
+    return m;
+}
+
+/* Runs `steps` steps of `integ` on the batch, sampling every `every` steps. */
+static void run_stage(mdf_batch *b, mdf_model *m, const char *integ, const mdf_dynamics_params *p, int64_t steps,
+                      double skin, sampler *smp, int every)
+{
+    mdf_stage_config cfg;
+    mdf_stage_config_init(&cfg);
+    cfg.integrator = integ;
+    cfg.max_steps = steps;
+    cfg.skin = skin;
+    cfg.params = *p;
+    mdf_stage *s = NULL;
+    TU_CALL(mdf_stage_create, &cfg, &s);
+    if (smp) {
+        mdf_hook *h = NULL;
+        TU_CALL(mdf_hook_create_callback, "sampler", MDF_AFTER_STEP, every, sample_rows, smp, &h);
+        TU_CALL(mdf_stage_add_hook, s, h);
+    }
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run, s, b, m, &rep);
+    assert_int_equal(rep.steps, steps);
+    printf("#   (%s: %lld steps of %lld atoms in %.1f s)\n", integ, (long long)steps, (long long)mdf_batch_natoms(b),
+           rep.wall_seconds);
+    mdf_stage_destroy(s);
+    if (smp) assert_false(smp->bad);
+}
+
+static double mean_of(const double *x, int n)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += x[i];
+    return s / n;
+}
+
+/* Standard error of the mean of n independent values. */
+static double sem_of(const double *x, int n)
+{
+    double m = mean_of(x, n), s = 0.0;
+    for (int i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
+    return sqrt(s / (n - 1) / n);
+}
+
+/* ---- 1. canonical kinetic energy --------------------------------------------------- */
+
+enum { KE_SYS = 64, KE_EQUIL = 500, KE_STEPS = 3000, KE_EVERY = 5 };
+#define KE_T 120.0
+#define KE_DT 2.0
+
+static void fluid_frames(mdf_frame *f, int n, int cells, double a, uint64_t seed)
+{
+    for (int i = 0; i < n; i++) f[i] = tu_fcc(cells, cells, cells, a, 18, 0.0, 0.1, seed + (uint64_t)i);
+}
+
+static void check_canonical(const char *integ, const mdf_dynamics_params *p, int all_dof)
+{
+    mdf_frame f[KE_SYS];
+    fluid_frames(f, KE_SYS, 2, 5.75, 1000); /* 32 atoms, 11.5 Å box */
+    mdf_model *m = argon_model(5.0, 1);     /* cutoff + skin 5.5 Å <= half box */
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, KE_SYS, NULL, &b);
+    TU_CALL(mdf_batch_thermalize, b, KE_T, 7, 0);
+    int cap = (KE_STEPS - KE_EQUIL) / KE_EVERY + 1;
+    sampler *smp = sampler_new(KE_SYS, cap, KE_EQUIL);
+    run_stage(b, m, integ, p, KE_STEPS, 0.5, smp, KE_EVERY);
+    int natoms = (int)f[0].natoms;
+    double nf = all_dof ? 3.0 * natoms : 3.0 * natoms - 3.0;
+    double kT = MDF_KB * KE_T, kbar = 0.5 * nf * kT, var_th = 0.5 * nf * kT * kT;
+    double means[KE_SYS], vars[KE_SYS];
+    for (int s = 0; s < KE_SYS; s++) {
+        assert_int_equal(smp->n[s], cap);
+        const double *k = smp->k + (size_t)s * (size_t)cap;
+        means[s] = mean_of(k, cap);
+        double v = 0.0;
+        for (int i = 0; i < cap; i++) v += (k[i] - kbar) * (k[i] - kbar);
+        vars[s] = v / cap;
+    }
+    double mk = mean_of(means, KE_SYS), ek = sem_of(means, KE_SYS);
+    double mv = mean_of(vars, KE_SYS), ev = sem_of(vars, KE_SYS);
+    printf("# %s: %d systems x %d atoms, Nf %.0f, T %.0f K, dt %.1f fs, %d samples each\n", integ, KE_SYS, natoms,
+           nf, KE_T, KE_DT, cap);
+    printf("#   <K>   = %.6f +- %.6f eV  theory Nf kT/2     = %.6f  (%+.2f sigma, rel %+.2e)\n", mk, ek, kbar,
+           (mk - kbar) / ek, mk / kbar - 1.0);
+    printf("#   Var K = %.4e +- %.4e eV2 theory Nf (kT)^2/2 = %.4e  (%+.2f sigma, rel %+.2e)\n", mv, ev, var_th,
+           (mv - var_th) / ev, mv / var_th - 1.0);
+    assert_true(fabs(mk - kbar) <= 4.0 * ek + 5e-4 * kbar);
+    assert_true(fabs(mv - var_th) <= 4.0 * ev + 1e-3 * var_th);
+    /* The errors must be small enough for the test to mean something: a
+     * wrong Nf (3 of 96) shifts <K> by 3%, a wrong variance formula by more. */
+    assert_true(ek < 0.005 * kbar && ev < 0.03 * var_th);
+    sampler_free(smp);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    for (int i = 0; i < KE_SYS; i++) mdf_frame_free(&f[i]);
+}
+
+static void test_langevin_canonical(void **state)
+{
+    (void)state;
+    mdf_dynamics_params p;
+    mdf_dynamics_params_init(&p);
+    p.dt_fs = KE_DT;
+    p.temperature_K = KE_T;
+    p.seed = 11;
+    p.langevin.friction_per_fs = 0.01;
+    check_canonical("langevin", &p, 1);
+}
+
+static void test_bussi_canonical(void **state)
+{
+    (void)state;
+    mdf_dynamics_params p;
+    mdf_dynamics_params_init(&p);
+    p.dt_fs = KE_DT;
+    p.temperature_K = KE_T;
+    p.seed = 12;
+    p.bussi.tau_fs = 50.0;
+    check_canonical("bussi", &p, 0);
+}
+
+/* ---- 2. Nosé–Hoover chain ------------------------------------------------------------- */
+
+/* (1/3N) Σ_i tr(∂²U/∂r_i²)/m_i for LJ argon within rc (as test_md); images
+ * only along periodic directions. */
+static double einstein_omega2(const mdf_frame *f, double rc)
+{
+    double sum = 0.0;
+    int per = f->pbc[0] && f->pbc[1] && f->pbc[2];
+    for (int64_t i = 0; i < f->natoms; i++)
+        for (int64_t j = 0; j < f->natoms; j++)
+            for (int a = -per; a <= per; a++)
+                for (int b = -per; b <= per; b++)
+                    for (int c = -per; c <= per; c++) {
+                        if (i == j && !a && !b && !c) continue;
+                        double r2 = 0.0;
+                        for (int q = 0; q < 3; q++) {
+                            double d = f->positions[3 * j + q] - f->positions[3 * i + q] + a * f->cell[q] +
+                                       b * f->cell[3 + q] + c * f->cell[6 + q];
+                            r2 += d * d;
+                        }
+                        if (r2 >= rc * rc) continue;
+                        double r = sqrt(r2), s6 = pow(AR_SIG / r, 6);
+                        double d1 = 4 * AR_EPS * (-12 * s6 * s6 + 6 * s6) / r;
+                        double d2 = 4 * AR_EPS * (156 * s6 * s6 - 42 * s6) / r2;
+                        sum += (d2 + 2 * d1 / r) / mdf_element_mass(18);
+                    }
+    return sum / (3.0 * (double)f->natoms);
+}
+
+typedef struct nhc_result {
+    double max_dev, rms_dev, bound, ke_mean, kbar;
+} nhc_result;
+
+enum { NH_SYS = 4 };
+#define NH_RC 8.5      /* periodic liquid */
+#define NH_T 120.0
+#define CL_RC 30.0     /* clusters: every pair interacts, no cutoff crossings */
+#define CL_T 30.0
+
+/* `steps` steps of dt fs of `integ` at T on NH_SYS systems (velocities as
+ * in the frames, or drawn at T when draw is set); H = E + K + extra against
+ * its value at step 0, and the bound 3N kT (ω_E dt)²/4 (smallest over the
+ * systems). */
+static nhc_result run_nhc(const mdf_frame *f, double rc, double T, int draw, const char *integ, double dt, int steps)
+{
+    mdf_model *m = argon_model(rc, 1);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, NH_SYS, NULL, &b);
+    if (draw) TU_CALL(mdf_batch_thermalize, b, T, 5, 0);
+    mdf_dynamics_params p;
+    mdf_dynamics_params_init(&p);
+    p.dt_fs = dt;
+    p.temperature_K = T;
+    p.nose_hoover.tau_fs = 100.0;
+    p.nose_hoover.chain = 3;
+    sampler *smp = sampler_new(NH_SYS, steps + 1, 0);
+    run_stage(b, m, integ, &p, steps, 1.0, smp, 1);
+    nhc_result r = {0};
+    double kT = MDF_KB * T, n = (double)f[0].natoms;
+    r.kbar = 0.5 * (f[0].natoms > 1 ? 3.0 * (double)f[0].natoms - 3.0 : 3.0) * kT;
+    double ss = 0.0;
+    int cnt = 0, nk = 0;
+    for (int s = 0; s < NH_SYS; s++) {
+        assert_int_equal(smp->n[s], steps + 1);
+        double bound = 3.0 * n * kT * einstein_omega2(&f[s], rc) * pow(mdf_fs_to_internal(dt), 2) / 4.0;
+        r.bound = s == 0 ? bound : fmin(r.bound, bound);
+        for (int i = 0; i <= steps; i++) {
+            size_t at = (size_t)s * (size_t)(steps + 1) + (size_t)i;
+            double d = smp->h[at] - smp->h0[s];
+            r.max_dev = fmax(r.max_dev, fabs(d));
+            ss += d * d;
+            cnt++;
+            if (i >= steps / 2) {
+                r.ke_mean += smp->k[at];
+                nk++;
+            }
+        }
+    }
+    r.rms_dev = sqrt(ss / cnt);
+    r.ke_mean /= nk;
+    sampler_free(smp);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    return r;
+}
+
+/* NH_SYS fluids of 256 atoms (23 Å box) melted and equilibrated at NH_T by a
+ * Langevin stage (a stage of another method before: the chain starts fresh). */
+static void equilibrated_fluid(mdf_frame *f)
+{
+    mdf_frame start[NH_SYS];
+    fluid_frames(start, NH_SYS, 4, 5.75, 2000);
+    mdf_model *m = argon_model(NH_RC, 1);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, start, NH_SYS, NULL, &b);
+    TU_CALL(mdf_batch_thermalize, b, NH_T, 5, 0);
+    mdf_dynamics_params p;
+    mdf_dynamics_params_init(&p);
+    p.dt_fs = 4.0;
+    p.temperature_K = NH_T;
+    p.langevin.friction_per_fs = 0.02;
+    run_stage(b, m, "langevin", &p, 1000, 1.0, NULL, 1);
+    for (int i = 0; i < NH_SYS; i++) {
+        TU_CALL(mdf_batch_get_frame, b, (size_t)i, &f[i]);
+        mdf_frame_free(&start[i]);
+    }
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+}
+
+static void print_nhc(const char *what, double dt, const nhc_result *r)
+{
+    printf("# NHC %s dt %.0f fs: max |dH| %.3e eV, rms %.3e eV, bound %.3e eV; <K> %.4f eV (Nf kT/2 %.4f, %+.2f%%)\n",
+           what, dt, r->max_dev, r->rms_dev, r->bound, r->ke_mean, r->kbar, 100.0 * (r->ke_mean / r->kbar - 1.0));
+}
+
+/* The order of the method: argon clusters of 20 atoms with every pair
+ * interacting (no cutoff: the force step of a truncated potential at rc
+ * adds an O(dt) random walk to every integrator's energy, which would blur
+ * the dt² law). */
+static void test_nose_hoover_order(void **state)
+{
+    (void)state;
+    mdf_frame f[NH_SYS];
+    double box[9] = {9, 0, 0, 0, 9, 0, 0, 0, 9};
+    int open[3] = {0, 0, 0}, zs[] = {18};
+    for (int i = 0; i < NH_SYS; i++) {
+        f[i] = tu_random(20, box, open, 3.5, zs, 1, 50 + (uint64_t)i);
+        memset(f[i].cell, 0, sizeof f[i].cell);
+    }
+    nhc_result big = run_nhc(f, CL_RC, CL_T, 1, "nose_hoover", 4.0, 1500);
+    nhc_result small = run_nhc(f, CL_RC, CL_T, 1, "nose_hoover", 2.0, 3000);
+    print_nhc("clusters", 4.0, &big);
+    print_nhc("clusters", 2.0, &small);
+    double ratio = big.rms_dev / small.rms_dev;
+    printf("# NHC clusters rms ratio dt/(dt/2) = %.2f (theory 4)\n", ratio);
+    /* Only the order here: Verlet's harmonic bound does not cover the
+     * chain's own splitting error, which dominates in these small systems
+     * (Nf = 57, light Q_1); it is checked on the liquid below. */
+    assert_true(ratio > 3.0 && ratio < 5.5);
+    assert_true(fabs(small.ke_mean / small.kbar - 1.0) < 0.10);
+    for (int i = 0; i < NH_SYS; i++) mdf_frame_free(&f[i]);
+}
+
+/* Conservation in a periodic liquid (cutoff 8.5 Å), from equilibrium. */
+static void test_nose_hoover_liquid(void **state)
+{
+    (void)state;
+    mdf_frame f[NH_SYS];
+    equilibrated_fluid(f);
+    nhc_result big = run_nhc(f, NH_RC, NH_T, 0, "nose_hoover", 4.0, 1500);
+    nhc_result small = run_nhc(f, NH_RC, NH_T, 0, "nose_hoover", 2.0, 3000);
+    print_nhc("liquid", 4.0, &big);
+    print_nhc("liquid", 2.0, &small);
+    printf("# NHC liquid rms ratio dt/(dt/2) = %.2f (cutoff crossings make it < 4; informative)\n",
+           big.rms_dev / small.rms_dev);
+    assert_true(big.max_dev <= big.bound);
+    assert_true(small.max_dev <= small.bound);
+    assert_true(fabs(big.ke_mean / big.kbar - 1.0) < 0.10);
+    assert_true(fabs(small.ke_mean / small.kbar - 1.0) < 0.10);
+    for (int i = 0; i < NH_SYS; i++) mdf_frame_free(&f[i]);
+}
+
+/* ---- 3. NPT against LAMMPS ------------------------------------------------------------ */
+
+#define NPT_T 60.0
+#define NPT_P 500.0 /* bar: far enough from 0 that a unit error in P0 shows */
+#define NPT_A 5.42 /* near the 60 K, 500 bar lattice: short equilibration */
+#define NPT_DT 5.0
+#define NPT_RC 8.5
+enum { NPT_SYS = 2, NPT_EQUIL = 800, NPT_STEPS = 3200, NPT_EVERY = 10, BLOCK_SAMPLES = 40 };
+enum { LMP_EQUIL = 2000, LMP_STEPS = 12000, LMP_BLOCK_SAMPLES = 100 };
+
+/* Mean of x and its error from the means of blocks of bs samples. */
+static void block_stats(const double *x, int n, int bs, double *mean, double *err, double *sd)
+{
+    int nb = n / bs;
+    double bm[1024];
+    assert_true(nb >= 4 && nb <= 1024);
+    for (int b = 0; b < nb; b++) bm[b] = mean_of(x + b * bs, bs);
+    *mean = mean_of(bm, nb);
+    *err = sem_of(bm, nb);
+    double m = mean_of(x, nb * bs), s = 0.0;
+    for (int i = 0; i < nb * bs; i++) s += (x[i] - m) * (x[i] - m);
+    *sd = sqrt(s / (nb * bs - 1));
+}
+
+/* LAMMPS's volumes, every NPT_EVERY steps after equilibration; returns the
+ * count (0: lmp failed). */
+static int lammps_volumes(const char *dir, double *vol, int cap)
+{
+    char path[1024], cmd[2048];
+    snprintf(path, sizeof path, "%s/in.npt", dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp,
+            "units metal\natom_style atomic\nboundary p p p\n"
+            "lattice fcc %.17g\nregion box block 0 4 0 4 0 4\ncreate_box 1 box\ncreate_atoms 1 box\n"
+            "mass 1 %.17g\npair_style lj/cut %.17g\npair_coeff 1 1 %.17g %.17g\n"
+            "neighbor 1.0 bin\nneigh_modify every 1 delay 0 check yes\n"
+            "velocity all create %.17g 4928459 mom yes dist gaussian\n"
+            "timestep %.17g\nfix 1 all npt temp %.17g %.17g 0.1 iso %.17g %.17g 1.0\n"
+            "thermo 1000\nrun %d\n"
+            "fix 2 all print %d \"$(vol:%%.12g)\" file vol.txt screen no\nrun %d\n",
+            NPT_A, mdf_element_mass(18), NPT_RC, AR_EPS, AR_SIG, NPT_T, NPT_DT * 1e-3, NPT_T, NPT_T, NPT_P, NPT_P,
+            LMP_EQUIL, NPT_EVERY, LMP_STEPS);
+    fclose(fp);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && lmp -log none -screen screen.txt -in in.npt </dev/null >/dev/null 2>&1", dir);
+    if (system(cmd) != 0) {
+        snprintf(cmd, sizeof cmd, "tail -n 20 '%s/screen.txt' >&2", dir);
+        if (system(cmd) != 0) fprintf(stderr, "(no LAMMPS output)\n");
+        return 0;
+    }
+    snprintf(path, sizeof path, "%s/vol.txt", dir);
+    fp = fopen(path, "r");
+    if (!fp) return 0;
+    char line[256];
+    int n = 0;
+    while (n < cap && fgets(line, sizeof line, fp))
+        if (line[0] != '#' && sscanf(line, "%lf", &vol[n]) == 1) n++;
+    fclose(fp);
+    return n;
+}
+
+static void test_npt_vs_lammps(void **state)
+{
+    (void)state;
+    if (!tu_have("lmp")) {
+        printf("# lmp not found: NPT comparison skipped\n");
+        skip();
+    }
+    char *dir = tu_tmpdir();
+    int lcap = LMP_STEPS / NPT_EVERY + 1;
+    double *lv = calloc((size_t)lcap, sizeof(double));
+    int ln = lammps_volumes(dir, lv, lcap);
+    if (ln < lcap - 1) fail_msg("LAMMPS gave %d volumes, expected %d (see %s)", ln, lcap - 1, dir);
+
+    mdf_frame f[NPT_SYS];
+    for (int i = 0; i < NPT_SYS; i++) f[i] = tu_fcc(4, 4, 4, NPT_A, 18, 0.0, 0.0, 1);
+    mdf_model *m = argon_model(NPT_RC, 0);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, NPT_SYS, NULL, &b);
+    TU_CALL(mdf_batch_thermalize, b, NPT_T, 3, 0);
+    mdf_dynamics_params p;
+    mdf_dynamics_params_init(&p);
+    p.dt_fs = NPT_DT;
+    p.temperature_K = NPT_T;
+    p.seed = 21;
+    p.npt.pressure_bar = NPT_P;
+    p.npt.tau_p_fs = 500.0; /* volume correlation time ≈ τ_p: more independent samples */
+    p.npt.tau_t_fs = 100.0;
+    p.npt.compressibility_per_bar = 7e-5; /* solid argon near 60 K (B ≈ 1.4 GPa) */
+    int cap = NPT_STEPS / NPT_EVERY;
+    sampler *smp = sampler_new(NPT_SYS, cap, NPT_EQUIL + NPT_EVERY);
+    run_stage(b, m, "npt", &p, NPT_EQUIL + NPT_STEPS, 1.0, smp, NPT_EVERY);
+
+    double lm, le, lsd;
+    block_stats(lv, ln, LMP_BLOCK_SAMPLES, &lm, &le, &lsd);
+    double sys_mean[NPT_SYS], sd_sum = 0.0, err2 = 0.0;
+    for (int s = 0; s < NPT_SYS; s++) {
+        assert_int_equal(smp->n[s], cap);
+        double e, sd;
+        block_stats(smp->v + (size_t)s * (size_t)cap, cap, BLOCK_SAMPLES, &sys_mean[s], &e, &sd);
+        err2 += e * e;
+        sd_sum += sd;
+        printf("# NPT system %d: <V> %.2f +- %.2f A^3, sd %.2f\n", s, sys_mean[s], e, sd);
+    }
+    /* Error of our mean: from the blocks, or from the spread of the
+     * independent copies, whichever is larger. */
+    double om = mean_of(sys_mean, NPT_SYS), osd = sd_sum / NPT_SYS;
+    double oe = fmax(sqrt(err2) / NPT_SYS, sem_of(sys_mean, NPT_SYS));
+    double kT = MDF_KB * NPT_T;
+    printf("# NPT 256 Ar, %.0f K, %.0f bar, dt %.0f fs: ours <V> = %.2f +- %.2f A^3 (sd %.2f), LAMMPS fix npt <V> = "
+           "%.2f +- %.2f A^3 (sd %.2f); diff %.2f, tolerance 4 sigma = %.2f A^3\n",
+           NPT_T, NPT_P, NPT_DT, om, oe, osd, lm, le, lsd, om - lm, 4.0 * sqrt(oe * oe + le * le));
+    printf("# NPT implied compressibility sd^2/(kT V): ours %.3e, LAMMPS %.3e 1/bar\n",
+           osd * osd / (kT * om) * 1e-4 / 160.21766208, lsd * lsd / (kT * lm) * 1e-4 / 160.21766208);
+    assert_true(fabs(om - lm) <= 4.0 * sqrt(oe * oe + le * le));
+    assert_true(fabs(osd / lsd - 1.0) < 0.3);
+    /* The conserved quantity stays bounded (no drift beyond the fluctuation
+     * of the thermostat-free dynamics). */
+    sampler_free(smp);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    for (int i = 0; i < NPT_SYS; i++) mdf_frame_free(&f[i]);
+    free(lv);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
+/* ---- 4. invariance --------------------------------------------------------------------- */
+
+enum { INV_SYS = 6, INV_STEPS = 25 };
+
+static void invariance_frames(mdf_frame *f)
+{
+    double box[9] = {30, 0, 0, 0, 30, 0, 0, 0, 30};
+    int open[3] = {0, 0, 0}, zs[] = {18};
+    for (int i = 0; i < INV_SYS; i++) {
+        if (i == 4) {
+            f[i] = tu_random(40, box, open, 3.2, zs, 1, 77);
+            memset(f[i].cell, 0, sizeof f[i].cell);
+        } else {
+            f[i] = tu_fcc(2 + (i == 2), 2 + (i == 2), 2 + (i == 2), 5.75, 18, 0.04 * (i % 2), 0.1, 300 + (uint64_t)i);
+        }
+    }
+}
+
+typedef struct inv_snapshot {
+    mdf_frame frames[INV_SYS];
+    mdf_system_view views[INV_SYS];
+} inv_snapshot;
+
+static void run_invariance(const mdf_frame *f, const char *integ, int nshards, const char *sched, inv_snapshot *out)
+{
+    tu_start(sched, 2, 0);
+    mdf_model *m = argon_model(5.0, 1);
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    bc.nshards = nshards;
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, INV_SYS, &bc, &b);
+    TU_CALL(mdf_batch_thermalize, b, 150.0, 9, 0);
+    mdf_dynamics_params p;
+    mdf_dynamics_params_init(&p);
+    p.dt_fs = 4.0;
+    p.temperature_K = 100.0;
+    p.seed = 5;
+    p.langevin.friction_per_fs = 0.05;
+    p.bussi.tau_fs = 40.0;
+    p.nose_hoover.tau_fs = 60.0;
+    p.npt.pressure_bar = 500.0;
+    p.npt.tau_p_fs = 200.0; /* visible cell changes in a few steps */
+    p.npt.tau_t_fs = 40.0;
+    run_stage(b, m, integ, &p, INV_STEPS, 0.5, NULL, 1);
+    for (int i = 0; i < INV_SYS; i++) {
+        TU_CALL(mdf_batch_get_frame, b, (size_t)i, &out->frames[i]);
+        TU_CALL(mdf_batch_get_system, b, (size_t)i, &out->views[i]);
+    }
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    tu_stop();
+}
+
+static void free_inv(inv_snapshot *s)
+{
+    for (int i = 0; i < INV_SYS; i++) mdf_frame_free(&s->frames[i]);
+}
+
+static void test_invariance(void **state)
+{
+    (void)state;
+    mdf_frame f[INV_SYS];
+    invariance_frames(f);
+    const char *methods[] = {"langevin", "bussi", "nose_hoover", "npt"};
+    const char *scheds[] = {"eager", "eager", "dmda", "dmda"};
+    const int shards[] = {1, 3, 5, 1};
+    tu_stop();
+    for (int k = 0; k < 4; k++) {
+        inv_snapshot ref, x;
+        run_invariance(f, methods[k], 1, "eager", &ref);
+        for (int r = 1; r < 4; r++) {
+            run_invariance(f, methods[k], shards[r], scheds[r], &x);
+            for (int i = 0; i < INV_SYS; i++) {
+                size_t bytes = sizeof(double) * 3 * (size_t)f[i].natoms;
+                const mdf_system_view *a = &ref.views[i], *c = &x.views[i];
+                if (memcmp(x.frames[i].positions, ref.frames[i].positions, bytes) ||
+                    memcmp(x.frames[i].velocities, ref.frames[i].velocities, bytes) ||
+                    memcmp(a->cell, c->cell, sizeof a->cell) || a->kinetic_energy != c->kinetic_energy ||
+                    a->extra_energy != c->extra_energy || a->potential_energy != c->potential_energy ||
+                    a->step != c->step || a->stage_step != c->stage_step)
+                    fail_msg("%s: system %d differs with %d shards under %s", methods[k], i, shards[r], scheds[r]);
+            }
+            free_inv(&x);
+        }
+        /* The systems moved, the thermostat did something, and NPT changed
+         * the periodic cells but not the open cluster's. */
+        assert_true(ref.views[0].step == INV_STEPS && ref.views[0].stage_step == INV_STEPS);
+        assert_true(ref.views[0].extra_energy != 0.0);
+        if (strcmp(methods[k], "npt") == 0) {
+            assert_true(ref.views[0].cell[0] != f[0].cell[0]);
+            assert_true(ref.views[0].cell[0] == ref.views[0].cell[4]); /* isotropic */
+            assert_true(memcmp(ref.views[4].cell, f[4].cell, sizeof f[4].cell) == 0);
+            printf("# npt: cell a of system 0 went %.6f -> %.6f A in %d steps\n", f[0].cell[0], ref.views[0].cell[0],
+                   INV_STEPS);
+        }
+        printf("# %s: identical with 1/3/5 shards under eager and dmda\n", methods[k]);
+        free_inv(&ref);
+    }
+    for (int i = 0; i < INV_SYS; i++) mdf_frame_free(&f[i]);
+    tu_start(NULL, 2, 0);
+}
+
+/* ---- 5. bad parameters ------------------------------------------------------------------ */
+
+typedef struct bad_case {
+    const char *integ;
+    const char *expect; /* substring of the message */
+    void (*set)(mdf_dynamics_params *p);
+} bad_case;
+
+static void bad_friction(mdf_dynamics_params *p) { p->langevin.friction_per_fs = 0.0; }
+static void bad_temp_neg(mdf_dynamics_params *p) { p->temperature_K = -5.0; }
+static void bad_bussi_tau(mdf_dynamics_params *p) { p->bussi.tau_fs = -1.0; }
+static void bad_temp_nan(mdf_dynamics_params *p) { p->temperature_K = NAN; }
+static void bad_nhc_temp(mdf_dynamics_params *p) { p->temperature_K = 0.0; }
+static void bad_nhc_tau(mdf_dynamics_params *p) { p->nose_hoover.tau_fs = 0.0; }
+static void bad_nhc_chain0(mdf_dynamics_params *p) { p->nose_hoover.chain = 0; }
+static void bad_nhc_chain9(mdf_dynamics_params *p) { p->nose_hoover.chain = MDF_NHC_MAX + 1; }
+static void bad_npt_p(mdf_dynamics_params *p) { p->npt.pressure_bar = INFINITY; }
+static void bad_npt_taup(mdf_dynamics_params *p) { p->npt.tau_p_fs = 0.0; }
+static void bad_npt_beta(mdf_dynamics_params *p) { p->npt.compressibility_per_bar = -4.5e-5; }
+static void bad_npt_taut(mdf_dynamics_params *p) { p->npt.tau_t_fs = NAN; }
+static void bad_npt_temp(mdf_dynamics_params *p) { p->temperature_K = 0.0; }
+
+static void test_bad_parameters(void **state)
+{
+    (void)state;
+    const bad_case cases[] = {
+        {"langevin", "friction_per_fs", bad_friction},     {"langevin", "temperature_K", bad_temp_neg},
+        {"bussi", "tau_fs", bad_bussi_tau},                 {"csvr", "temperature_K", bad_temp_nan},
+        {"nose_hoover", "temperature_K", bad_nhc_temp},     {"nose_hoover", "tau_fs", bad_nhc_tau},
+        {"nhc", "chain 0 must be between 1 and 5", bad_nhc_chain0},
+        {"nose_hoover", "chain 6 must be between 1 and 5", bad_nhc_chain9},
+        {"npt", "pressure_bar", bad_npt_p},                 {"npt", "tau_p_fs", bad_npt_taup},
+        {"npt", "compressibility_per_bar", bad_npt_beta},   {"npt", "tau_t_fs", bad_npt_taut},
+        {"npt", "temperature_K", bad_npt_temp},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        mdf_stage_config cfg;
+        mdf_stage_config_init(&cfg);
+        cfg.integrator = cases[k].integ;
+        cases[k].set(&cfg.params);
+        mdf_stage *s = NULL;
+        mdf_error err;
+        mdf_error_clear(&err);
+        mdf_status st = mdf_stage_create(&cfg, &s, &err);
+        printf("# %s: %s\n", cases[k].integ, err.message);
+        assert_int_equal(st, MDF_ERR_INVALID);
+        assert_null(s);
+        if (!strstr(err.message, cases[k].expect))
+            fail_msg("%s: message '%s' does not mention '%s'", cases[k].integ, err.message, cases[k].expect);
+    }
+    /* The defaults are valid for every method, and the names are registered. */
+    const char *names[] = {"langevin", "nose_hoover", "bussi", "npt", "nvt-langevin", "nhc", "csvr"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        mdf_stage_config cfg;
+        mdf_stage_config_init(&cfg);
+        cfg.integrator = names[k];
+        mdf_stage *s = NULL;
+        TU_CALL(mdf_stage_create, &cfg, &s);
+        mdf_stage_destroy(s);
+        assert_int_equal(mdf_integrator_is_optimiser(names[k]), 0);
+    }
+}
+
+int main(void)
+{
+    tu_start(NULL, 2, 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_parameters),
+        cmocka_unit_test(test_langevin_canonical),
+        cmocka_unit_test(test_bussi_canonical),
+        cmocka_unit_test(test_nose_hoover_order),
+        cmocka_unit_test(test_nose_hoover_liquid),
+        cmocka_unit_test(test_invariance),
+        cmocka_unit_test(test_npt_vs_lammps),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    tu_stop();
+    return rc;
+}
