@@ -15,12 +15,16 @@
  *    BAOAB's velocity marginal); argon's highest frequency (Debye, 2 THz,
  *    ω = 0.0126 rad/fs) gives 1.6e-4 at dt = 2 fs: we allow 5e-4 for the mean
  *    and 1e-3 for the variance.
- * 2. Nosé–Hoover chain: the extended energy E + K + extra_energy is
- *    conserved. Bound as in test_md: |ΔH| ≤ 3N kT (ω_E dt)²/4 with the
- *    Einstein frequency of the starting configuration, and the rms
- *    fluctuation scales as dt² (ratio 4 for dt halved, accepted 3..5.5). The
- *    mean kinetic energy over the second half of the run matches Nf kT/2
- *    within 10% (loose: a short run that starts from a crystal).
+ * 2. Nosé–Hoover chain (τ 100 fs, chain 3): the extended energy
+ *    H = E + K + extra_energy is conserved.
+ *    (a) Order: 4 open argon clusters of 20 atoms with every pair interacting
+ *        (no cutoff crossings), dt 4 and 2 fs over 6 ps: the rms of H - H0
+ *        scales as dt² (ratio 4 for dt halved, accepted 3..5.5).
+ *    (b) Bound: 4 periodic liquids of 256 atoms (cutoff 8.5 Å), equilibrated
+ *        by a Langevin stage first: max |H - H0| ≤ 3N kT (ω_E dt)²/4 as in
+ *        test_md (Einstein frequency of the starting configuration).
+ *    In both, the mean kinetic energy over the second half of the run
+ *    matches Nf kT/2 within 10% (loose: short runs).
  * 3. NPT against LAMMPS: an fcc argon crystal (4×4×4 cells, 256 atoms,
  *    lj/cut 8.5 Å, unshifted: LAMMPS's pressure has no shift term either) at
  *    60 K and 500 bar (far enough from 0 that an error in the pressure's
@@ -135,8 +139,9 @@ static void run_stage(mdf_batch *b, mdf_model *m, const char *integ, const mdf_d
     mdf_stage_report rep;
     TU_CALL(mdf_stage_run, s, b, m, &rep);
     assert_int_equal(rep.steps, steps);
-    printf("#   (%s: %lld steps of %lld atoms in %.1f s)\n", integ, (long long)steps, (long long)mdf_batch_natoms(b),
-           rep.wall_seconds);
+    if (steps >= 1000)
+        printf("#   (%s: %lld steps of %lld atoms in %.1f s)\n", integ, (long long)steps,
+               (long long)mdf_batch_natoms(b), rep.wall_seconds);
     mdf_stage_destroy(s);
     if (smp) assert_false(smp->bad);
 }
@@ -387,6 +392,10 @@ static void test_nose_hoover_liquid(void **state)
     nhc_result small = run_nhc(f, NH_RC, NH_T, 0, "nose_hoover", 2.0, 3000);
     print_nhc("liquid", 4.0, &big);
     print_nhc("liquid", 2.0, &small);
+    /* The ratio is printed only: the force step of the truncated potential
+     * at rc adds an O(dt) random walk at every cutoff crossing, which
+     * dominates below dt ≈ 2 fs for every integrator (velocity Verlet on
+     * these frames gives 4.5 for 4 -> 2 fs but 2.9 for 1 -> 0.5 fs). */
     printf("# NHC liquid rms ratio dt/(dt/2) = %.2f (cutoff crossings make it < 4; informative)\n",
            big.rms_dev / small.rms_dev);
     assert_true(big.max_dev <= big.bound);
