@@ -13,6 +13,7 @@ typedef struct rows_slot {
 
 struct mdf_rows {
     pthread_mutex_t lock;
+    pthread_cond_t emitted;    /* a slot was emitted and is free again */
     size_t nsys;
     int nshards, keep, ring;
     int64_t every;
@@ -38,6 +39,7 @@ static void rows_view(void *user, const mdf_host_view_args *a, const mdf_sys_inf
         for (size_t i = 0; i < c->nsys; i++)
             if (slot->present[i]) c->out[n++] = slot->rows[i];
         c->emit(c->user, slot->step, c->out, n);
+        pthread_cond_broadcast(&c->emitted);
     }
     pthread_mutex_unlock(&c->lock);
 }
@@ -49,12 +51,20 @@ mdf_status mdf_rows_create(const mdf_batch *b, int keep, int64_t every, int wind
     mdf_rows *c = calloc(1, sizeof *c);
     if (!c) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a row collector");
     pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->emitted, NULL);
     c->nsys = b->nsys;
     c->nshards = b->nshards;
     c->keep = keep;
     c->every = every < 1 ? 1 : every;
-    /* Steps in flight that are due for this hook, plus slack. */
-    c->ring = (int)((window > 0 ? window : 1) / c->every) + 3;
+    /* Due steps in flight, plus slack. The window counts tasks over all
+     * shards, so one shard may lag up to window x nshards steps: room for
+     * that (within 64 slots) keeps the host from waiting in submit. */
+    int64_t w = window > 0 ? window : 1;
+    int64_t ring = w * (c->nshards > 0 ? c->nshards : 1) / c->every + 3;
+    int64_t floor_ring = w / c->every + 3;
+    if (ring > 64) ring = 64;
+    if (ring < floor_ring) ring = floor_ring;
+    c->ring = (int)ring;
     c->emit = emit;
     c->user = user;
     c->slots = calloc((size_t)c->ring, sizeof *c->slots);
@@ -79,6 +89,10 @@ int mdf_rows_submit(mdf_rows *c, const mdf_hook_ctx *ctx)
     if (sh->index == 0) { /* the first shard of a step opens its slot */
         pthread_mutex_lock(&c->lock);
         rows_slot *slot = slot_of(c, ctx->step);
+        /* Shards drift apart by up to window x nshards steps, more than the
+         * ring holds: wait until the slot's previous step is emitted. Its
+         * tasks were all submitted before this step's, so the wait ends. */
+        while (slot->remaining > 0) pthread_cond_wait(&c->emitted, &c->lock);
         slot->step = ctx->step;
         slot->remaining = c->nshards;
         pthread_mutex_unlock(&c->lock);
@@ -98,6 +112,7 @@ void mdf_rows_destroy(mdf_rows *c)
     }
     free(c->slots);
     free(c->out);
+    pthread_cond_destroy(&c->emitted);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
