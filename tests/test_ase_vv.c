@@ -54,28 +54,8 @@ static char *g_dir;
  * = 55 atoms, jittered, no cell. */
 static mdf_frame fcc_cluster(double a, double jitter, uint64_t seed)
 {
-    static const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
-    double pts[64][3];
-    int n = 0;
-    for (int i = -2; i <= 2; i++)
-        for (int j = -2; j <= 2; j++)
-            for (int k = -2; k <= 2; k++)
-                for (int b = 0; b < 4; b++) {
-                    double x[3] = {(i + basis[b][0]) * a, (j + basis[b][1]) * a, (k + basis[b][2]) * a};
-                    if (x[0] * x[0] + x[1] * x[1] + x[2] * x[2] <= 1.42 * 1.42 * a * a) {
-                        assert_true(n < 64);
-                        memcpy(pts[n++], x, sizeof x);
-                    }
-                }
-    assert_int_equal(n, 55);
-    mdf_frame f;
-    memset(&f, 0, sizeof f);
-    TU_CALL(mdf_frame_alloc, &f, n, 0, 0, 0);
-    uint64_t s = seed;
-    for (int i = 0; i < n; i++) {
-        for (int d = 0; d < 3; d++) f.positions[3 * i + d] = pts[i][d] + jitter * tu_gauss(&s);
-        f.numbers[i] = 18;
-    }
+    mdf_frame f = tu_fcc_cluster(a, 1.42, jitter, seed);
+    assert_int_equal(f.natoms, 55);
     return f;
 }
 

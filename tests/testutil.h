@@ -29,6 +29,11 @@ mdf_frame tu_fcc(int nx, int ny, int nz, double a, int z, double tilt, double ji
 mdf_frame tu_random(int n, const double cell[9], const int pbc[3], double min_dist, const int *zs, int nz,
                     uint64_t seed);
 
+/* An argon cluster: the fcc lattice points (lattice a) within r_over_a · a
+ * of a lattice site, each displaced by jitter · N(0,1) Å, no cell; at most
+ * 64 atoms. */
+mdf_frame tu_fcc_cluster(double a, double r_over_a, double jitter, uint64_t seed);
+
 /* Argon Lennard-Jones (ε 0.0104 eV, σ 3.40 Å). */
 mdf_lj_config tu_argon(double cutoff, int shift);
 
