@@ -107,13 +107,13 @@ mdf_status mdf_hook_set_schedule(mdf_hook *h, mdf_hook_point point, int64_t ever
 
 /* ---- rows ---------------------------------------------------------------------- */
 
-size_t mdf_hook_rows(const mdf_sys_info *sys, const mdf_sys_result *res, int32_t nsys, int32_t status, int keep,
-                     mdf_hook_row *rows)
+size_t mdf_hook_rows(const mdf_sys_info *sys, const mdf_sys_result *res, int32_t nsys, int32_t status,
+                     int32_t target, int keep, mdf_hook_row *rows)
 {
     size_t n = 0;
     for (int32_t s = 0; s < nsys; s++) {
         const mdf_sys_info *si = &sys[s];
-        int just = (si->flags & MDF_SYS_CONVERGED_NOW) != 0;
+        int just = (si->flags & MDF_SYS_CONVERGED_NOW) != 0 && si->status == target;
         if (keep == 1 && si->status != status && !just) continue;
         if (keep == 2 && !just) continue;
         const mdf_sys_result *r = &res[s];
@@ -146,7 +146,7 @@ static void callback_view(void *user, const mdf_host_view_args *a, const mdf_sys
     int keep = a->point == MDF_ON_CONVERGE ? 2 : 1;
     mdf_hook_event ev = {.point = (mdf_hook_point)a->point, .step = a->step, .shard = a->shard,
                          .stage_status = a->status};
-    ev.nrows = mdf_hook_rows(sys, res, a->nsys, a->status, keep, rows);
+    ev.nrows = mdf_hook_rows(sys, res, a->nsys, a->status, a->target, keep, rows);
     ev.rows = rows;
     if (a->point != MDF_ON_CONVERGE || ev.nrows > 0) c->fn(c->user, &ev);
     if (rows != stack_rows) free(rows);
@@ -156,8 +156,8 @@ static int callback_submit(mdf_hook *h, const mdf_hook_ctx *c)
 {
     callback_impl *impl = (callback_impl *)h->impl;
     mdf_host_view_args a = {.work = c->sh->nsys, .step = c->step, .first_row = c->first_row, .nsys = c->sh->nsys,
-                            .status = c->status, .shard = c->sh->index, .point = (int32_t)c->point,
-                            .fn = callback_view, .user = impl};
+                            .status = c->status, .target = c->target, .shard = c->sh->index,
+                            .point = (int32_t)c->point, .fn = callback_view, .user = impl};
     return mdf_insert_host_view(c->sh->sys, c->sh->res, c->token, &a);
 }
 

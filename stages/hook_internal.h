@@ -51,7 +51,8 @@ typedef struct mdf_hook_ctx {
     mdf_hook_point point;
     int64_t step;                /* the stage's step (0: starting evaluation) */
     int64_t first_row;           /* batch index of the shard's first system */
-    int32_t status;              /* the stage's systems */
+    int32_t status;              /* the (sub-)stage's systems */
+    int32_t target;              /* where its converged systems go */
     mdf_run_control *ctl;
 } mdf_hook_ctx;
 
@@ -83,9 +84,9 @@ mdf_status mdf_hook_new(const mdf_hook_ops *ops, const char *name, mdf_hook_poin
 
 /* Rows of a shard's systems as host-side hooks see them (sys, res on the
  * host); fills rows[0..n) for systems passing `keep` and returns n.
- *   keep: 0 every system, 1 status == stage status or just converged,
- *         2 just converged only. */
-size_t mdf_hook_rows(const mdf_sys_info *sys, const mdf_sys_result *res, int32_t nsys, int32_t status, int keep,
-                     mdf_hook_row *rows);
+ *   keep: 0 every system, 1 the (sub-)stage's systems (status) and those
+ *         that just left it (now target, CONVERGED_NOW), 2 only the latter. */
+size_t mdf_hook_rows(const mdf_sys_info *sys, const mdf_sys_result *res, int32_t nsys, int32_t status,
+                     int32_t target, int keep, mdf_hook_row *rows);
 
 #endif

@@ -32,14 +32,21 @@ _Static_assert(MDF_SYSTEM_CONVERGED_NOW == MDF_SYS_CONVERGED_NOW && MDF_SYSTEM_N
                    MDF_SYSTEM_BUDGET_EXIT == MDF_SYS_BUDGET_EXIT,
                "public and kernel system flags agree");
 
-struct mdf_stage {
-    mdf_stage_config cfg;
+/* One (sub-)stage: a method, its parameters, criteria and hooks. */
+typedef struct stage_part {
+    mdf_stage_config cfg;        /* cfg.status and cfg.converged_status are the part's codes */
     const mdf_integrator_ops *integ;
     int nhooks;
     mdf_hook *hooks[MDF_MAX_HOOKS];
-    int crit_mask;
-    double fmax_thr, de_thr;
-    int64_t steps_thr;
+    mdf_converge_part crit;      /* criteria and budget; target set at run time */
+} stage_part;
+
+/* A stage is one part, or several fused ones sharing each step's model
+ * evaluation (statuses cfg.status of part 0, +1, ...). */
+struct mdf_stage {
+    int nparts;
+    stage_part parts[MDF_CONVERGE_PARTS];
+    int64_t max_steps;           /* the run's step limit */
 };
 
 void mdf_dynamics_params_init(mdf_dynamics_params *p)
@@ -91,6 +98,8 @@ void mdf_stage_config_init(mdf_stage_config *cfg)
     cfg->check_interval = 10;
     cfg->window = 8;
     cfg->skin = 1.0;
+    cfg->step_budget = 0;
+    cfg->entry_temperature_K = -1.0;
     mdf_dynamics_params_init(&cfg->params);
 }
 
@@ -117,6 +126,11 @@ static mdf_status check_config(const mdf_stage_config *cfg, const mdf_integrator
         return mdf_error_set(err, MDF_ERR_INVALID,
                              "converged_status (%d) must differ from the stage's status (%d): converged systems "
                              "leave the stage", cfg->converged_status, cfg->status);
+    if (cfg->step_budget < 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "step_budget %lld must be >= 0 (0: none)",
+                             (long long)cfg->step_budget);
+    if (!(cfg->entry_temperature_K < 0.0) && !isfinite(cfg->entry_temperature_K))
+        return mdf_error_set(err, MDF_ERR_INVALID, "entry_temperature_K must be finite (or < 0: none)");
     if ((*integ)->check) return (*integ)->check(p, err);
     return MDF_OK;
 }
@@ -132,8 +146,11 @@ mdf_status mdf_stage_create(const mdf_stage_config *cfg, mdf_stage **out, mdf_er
     if (st != MDF_OK) return st;
     mdf_stage *s = calloc(1, sizeof *s);
     if (!s) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a stage");
-    s->cfg = c;
-    s->integ = integ;
+    s->nparts = 1;
+    s->parts[0].cfg = c;
+    s->parts[0].integ = integ;
+    s->parts[0].crit.budget = c.step_budget;
+    s->max_steps = c.max_steps;
     *out = s;
     return MDF_OK;
 }
@@ -141,40 +158,111 @@ mdf_status mdf_stage_create(const mdf_stage_config *cfg, mdf_stage **out, mdf_er
 void mdf_stage_destroy(mdf_stage *s)
 {
     if (!s) return;
-    for (int k = 0; k < s->nhooks; k++) mdf_hook_destroy(s->hooks[k]);
+    for (int p = 0; p < s->nparts; p++)
+        for (int k = 0; k < s->parts[p].nhooks; k++) mdf_hook_destroy(s->parts[p].hooks[k]);
     free(s);
 }
 
-mdf_status mdf_stage_add_criterion(mdf_stage *s, mdf_criterion_kind kind, double threshold, mdf_error *err)
+static mdf_status check_part(const mdf_stage *s, int k, mdf_error *err)
 {
+    if (k < 0 || k >= s->nparts)
+        return mdf_error_set(err, MDF_ERR_INVALID, "sub-stage %d does not exist (the stage has %d)", k, s->nparts);
+    return MDF_OK;
+}
+
+mdf_status mdf_stage_add_part_criterion(mdf_stage *s, int k, mdf_criterion_kind kind, double threshold,
+                                        mdf_error *err)
+{
+    mdf_status st = check_part(s, k, err);
+    if (st != MDF_OK) return st;
+    mdf_converge_part *c = &s->parts[k].crit;
     if (!(threshold >= 0.0) || !isfinite(threshold))
         return mdf_error_set(err, MDF_ERR_INVALID, "a convergence threshold must be finite and >= 0 (got %g)",
                              threshold);
     switch (kind) {
-    case MDF_CRITERION_FMAX: s->crit_mask |= MDF_CRIT_FMAX; s->fmax_thr = threshold; break;
-    case MDF_CRITERION_ENERGY_CHANGE: s->crit_mask |= MDF_CRIT_DE; s->de_thr = threshold; break;
+    case MDF_CRITERION_FMAX: c->mask |= MDF_CRIT_FMAX; c->fmax_thr = threshold; break;
+    case MDF_CRITERION_ENERGY_CHANGE: c->mask |= MDF_CRIT_DE; c->de_thr = threshold; break;
     case MDF_CRITERION_STEPS:
         if (threshold != floor(threshold))
             return mdf_error_set(err, MDF_ERR_INVALID, "a step budget must be a whole number of steps (got %g)",
                                  threshold);
-        s->crit_mask |= MDF_CRIT_STEPS;
-        s->steps_thr = (int64_t)threshold;
+        c->mask |= MDF_CRIT_STEPS;
+        c->steps_thr = (int64_t)threshold;
         break;
     default: return mdf_error_set(err, MDF_ERR_INVALID, "unknown convergence criterion %d", (int)kind);
     }
     return MDF_OK;
 }
 
-mdf_status mdf_stage_add_hook(mdf_stage *s, mdf_hook *h, mdf_error *err)
+mdf_status mdf_stage_add_criterion(mdf_stage *s, mdf_criterion_kind kind, double threshold, mdf_error *err)
+{
+    return mdf_stage_add_part_criterion(s, s->nparts - 1, kind, threshold, err);
+}
+
+mdf_status mdf_stage_add_part_hook(mdf_stage *s, int k, mdf_hook *h, mdf_error *err)
 {
     if (!h) return mdf_error_set(err, MDF_ERR_INVALID, "no hook given");
-    if (s->nhooks >= MDF_MAX_HOOKS) {
+    mdf_status st = check_part(s, k, err);
+    stage_part *part = st == MDF_OK ? &s->parts[k] : NULL;
+    if (st == MDF_OK && part->nhooks >= MDF_MAX_HOOKS)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "a stage takes at most %d hooks", MDF_MAX_HOOKS);
+    if (st != MDF_OK) {
         mdf_hook_destroy(h);
-        return mdf_error_set(err, MDF_ERR_INVALID, "a stage takes at most %d hooks", MDF_MAX_HOOKS);
+        return st;
     }
-    s->hooks[s->nhooks++] = h;
+    part->hooks[part->nhooks++] = h;
     return MDF_OK;
 }
+
+mdf_status mdf_stage_add_hook(mdf_stage *s, mdf_hook *h, mdf_error *err)
+{
+    return mdf_stage_add_part_hook(s, s->nparts - 1, h, err);
+}
+
+/* Renumbers the parts base, base + 1, ...: each converges into the next. */
+static void number_parts(mdf_stage *s)
+{
+    int32_t base = s->parts[0].cfg.status;
+    for (int k = 0; k < s->nparts; k++) {
+        s->parts[k].cfg.status = base + k;
+        s->parts[k].cfg.converged_status = base + k + 1;
+    }
+}
+
+mdf_status mdf_fuse(mdf_stage *a, mdf_stage *b, mdf_stage **out, mdf_error *err)
+{
+    *out = NULL;
+    mdf_status st = MDF_OK;
+    if (!a || !b) st = mdf_error_set(err, MDF_ERR_INVALID, "mdf_fuse needs two stages");
+    else if (a == b) st = mdf_error_set(err, MDF_ERR_INVALID, "a stage cannot be fused with itself");
+    else if (a->nparts + b->nparts > MDF_CONVERGE_PARTS)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "a fused stage holds at most %d sub-stages (%d + %d asked)",
+                           MDF_CONVERGE_PARTS, a->nparts, b->nparts);
+    if (st != MDF_OK) {
+        if (a != b) mdf_stage_destroy(b);
+        mdf_stage_destroy(a);
+        return st;
+    }
+    /* b's parts (and the hooks they own) move into a. */
+    memcpy(&a->parts[a->nparts], b->parts, sizeof(stage_part) * (size_t)b->nparts);
+    a->nparts += b->nparts;
+    a->max_steps += b->max_steps;
+    free(b);
+    number_parts(a);
+    *out = a;
+    return MDF_OK;
+}
+
+mdf_status mdf_stage_set_max_steps(mdf_stage *s, int64_t max_steps, mdf_error *err)
+{
+    if (max_steps < 0) return mdf_error_set(err, MDF_ERR_INVALID, "max_steps %lld must be >= 0", (long long)max_steps);
+    s->max_steps = max_steps;
+    return MDF_OK;
+}
+
+int mdf_stage_nparts(const mdf_stage *s) { return s->nparts; }
+
+int32_t mdf_stage_exit_status(const mdf_stage *s) { return s->parts[s->nparts - 1].cfg.converged_status; }
 
 /* ---- one run -------------------------------------------------------------------- */
 
@@ -188,14 +276,15 @@ typedef struct stage_run {
     mdf_batch *b;
     mdf_compute *c;
     mdf_run_control ctl;
-    double dt;
+    int32_t lo, hi;                 /* statuses of the first and last part */
+    int any_checks;                 /* some part has criteria or a budget */
     starpu_data_handle_t *tokens;   /* one per shard */
     int32_t *token_mem;
-    starpu_data_handle_t *work;     /* one per shard, or NULL */
-    void **work_mem;
+    starpu_data_handle_t *work[MDF_CONVERGE_PARTS]; /* per part, one per shard, or NULL */
+    void **work_mem[MDF_CONVERGE_PARTS];
     census *cens;                   /* one per shard, under ctl.lock */
     int64_t *first_row;             /* batch index of each shard's first system */
-    int begun_hooks;
+    int begun_hooks[MDF_CONVERGE_PARTS];
 } stage_run;
 
 static double now_seconds(void)
@@ -204,6 +293,8 @@ static double now_seconds(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+static int part_checks(const stage_part *p) { return p->crit.mask != 0 || p->crit.budget > 0; }
 
 static int hook_due(const mdf_hook *h, mdf_hook_point point, int64_t step)
 {
@@ -215,37 +306,68 @@ static int hook_due(const mdf_hook *h, mdf_hook_point point, int64_t step)
 static unsigned hook_needs(const mdf_stage *s, int64_t step)
 {
     unsigned needs = 0;
-    for (int k = 0; k < s->nhooks; k++) {
-        const mdf_hook *h = s->hooks[k];
-        if (h->point == MDF_ON_CONVERGE || step % h->every == 0) needs |= h->ops->needs;
-    }
+    for (int p = 0; p < s->nparts; p++)
+        for (int k = 0; k < s->parts[p].nhooks; k++) {
+            const mdf_hook *h = s->parts[p].hooks[k];
+            if (h->point == MDF_ON_CONVERGE || step % h->every == 0) needs |= h->ops->needs;
+        }
     return needs;
 }
 
-static mdf_status submit_hooks(stage_run *r, int k, mdf_hook_point point, int64_t step, mdf_error *err)
+static mdf_status submit_hooks(stage_run *r, int p, int k, mdf_hook_point point, int64_t step, mdf_error *err)
 {
-    mdf_stage *s = r->s;
+    stage_part *part = &r->s->parts[p];
     mdf_hook_ctx ctx = {.b = r->b, .sh = &r->b->shards[k], .token = r->tokens[k], .point = point, .step = step,
-                        .first_row = r->first_row[k], .status = s->cfg.status, .ctl = &r->ctl};
-    for (int h = 0; h < s->nhooks; h++) {
-        if (!hook_due(s->hooks[h], point, step)) continue;
-        int ret = s->hooks[h]->ops->submit(s->hooks[h], &ctx);
+                        .first_row = r->first_row[k], .status = part->cfg.status,
+                        .target = part->cfg.converged_status, .ctl = &r->ctl};
+    for (int h = 0; h < part->nhooks; h++) {
+        if (!hook_due(part->hooks[h], point, step)) continue;
+        int ret = part->hooks[h]->ops->submit(part->hooks[h], &ctx);
         if (ret != 0)
             return mdf_error_set(err, MDF_ERR_STARPU, "could not submit hook '%s' at %s of step %lld (StarPU error %d)",
-                                 s->hooks[h]->name, mdf_hook_point_name(point), (long long)step, ret);
+                                 part->hooks[h]->name, mdf_hook_point_name(point), (long long)step, ret);
     }
     return MDF_OK;
 }
 
-static mdf_status submit_converge(stage_run *r, int k, int apply, mdf_error *err)
+/* The hooks of every part at one point, parts in order. */
+static mdf_status submit_point(stage_run *r, int k, mdf_hook_point point, int64_t step, mdf_error *err)
+{
+    mdf_status st = MDF_OK;
+    for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) {
+        if (point == MDF_ON_CONVERGE && !part_checks(&r->s->parts[p])) continue;
+        st = submit_hooks(r, p, k, point, step, err);
+    }
+    return st;
+}
+
+static mdf_status submit_converge(stage_run *r, int k, mdf_error *err)
 {
     const mdf_shard *sh = &r->b->shards[k];
     mdf_stage *s = r->s;
-    mdf_converge_args a = {.work = sh->natoms, .nsys = sh->nsys, .status = s->cfg.status,
-                           .target = s->cfg.converged_status, .mask = apply ? s->crit_mask : 0,
-                           .fmax_thr = s->fmax_thr, .de_thr = s->de_thr, .steps_thr = s->steps_thr};
+    mdf_converge_args a = {.work = sh->natoms, .nsys = sh->nsys, .lo = r->lo, .nparts = s->nparts,
+                           .apply = r->any_checks};
+    for (int p = 0; p < s->nparts; p++) {
+        a.part[p] = s->parts[p].crit;
+        a.part[p].target = s->parts[p].cfg.converged_status;
+    }
     int ret = mdf_insert_converge(sh->force, sh->sys, sh->res, sh->state, &a);
     if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "could not submit the convergence check (%d)", ret);
+    return MDF_OK;
+}
+
+/* Maxwell–Boltzmann velocities for the systems that just entered a part
+ * that asks for them (a relaxation's output starting MD). */
+static mdf_status submit_entries(stage_run *r, int p, int k, mdf_error *err)
+{
+    const stage_part *part = &r->s->parts[p];
+    if (part->cfg.entry_temperature_K < 0.0) return MDF_OK;
+    const mdf_shard *sh = &r->b->shards[k];
+    mdf_velocity_args a = {.work = sh->natoms, .kT = MDF_KB * part->cfg.entry_temperature_K,
+                           .seed = part->cfg.params.seed, .status = part->cfg.status, .nsys = sh->nsys,
+                           .entering_only = 1};
+    if (mdf_insert_velocity(sh->vel, sh->atoms, sh->sys, sh->res, &a) != 0)
+        return mdf_error_set(err, MDF_ERR_STARPU, "could not submit the entry velocities of shard %d", k);
     return MDF_OK;
 }
 
@@ -254,7 +376,7 @@ static void census_view(void *user, const mdf_host_view_args *a, const mdf_sys_i
     (void)res;
     stage_run *r = (stage_run *)user;
     int64_t left = 0;
-    for (int32_t s = 0; s < a->nsys; s++) left += sys[s].status == a->status;
+    for (int32_t s = 0; s < a->nsys; s++) left += sys[s].status >= r->lo && sys[s].status <= r->hi;
     pthread_mutex_lock(&r->ctl.lock);
     if (a->step > r->cens[a->shard].step) r->cens[a->shard] = (census){.step = a->step, .left = left};
     pthread_mutex_unlock(&r->ctl.lock);
@@ -264,7 +386,8 @@ static mdf_status submit_census(stage_run *r, int k, int64_t step, mdf_error *er
 {
     const mdf_shard *sh = &r->b->shards[k];
     mdf_host_view_args a = {.work = sh->nsys, .step = step, .first_row = r->first_row[k], .nsys = sh->nsys,
-                            .status = r->s->cfg.status, .shard = k, .point = -1, .fn = census_view, .user = r};
+                            .status = r->lo, .target = r->hi + 1, .shard = k, .point = -1, .fn = census_view,
+                            .user = r};
     int ret = mdf_insert_host_view(sh->sys, sh->res, r->tokens[k], &a);
     if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "could not submit the census of shard %d (%d)", k, ret);
     return MDF_OK;
@@ -280,66 +403,135 @@ static int nothing_left(stage_run *r)
     return done;
 }
 
-static mdf_status submit_step(stage_run *r, int64_t step, int flags, int check, mdf_error *err)
+static mdf_step_ctx part_ctx(stage_run *r, int p, int k, int64_t step)
 {
-    mdf_stage *s = r->s;
-    mdf_step_ctx ctx = {.p = &s->cfg.params, .dt = r->dt, .status = s->cfg.status, .step = step};
+    const stage_part *part = &r->s->parts[p];
+    return (mdf_step_ctx){.sh = &r->b->shards[k], .work = r->work[p] ? r->work[p][k] : NULL, .p = &part->cfg.params,
+                          .dt = mdf_fs_to_internal(part->cfg.params.dt_fs), .status = part->cfg.status,
+                          .step = step};
+}
+
+/* The first half of a step for every part: hooks, entries, pre_update. */
+static mdf_status submit_first_half(stage_run *r, int k, int64_t step, mdf_error *err)
+{
     mdf_status st = MDF_OK;
-    for (int k = 0; st == MDF_OK && k < r->b->nshards; k++) {
-        ctx.sh = &r->b->shards[k];
-        ctx.work = r->work ? r->work[k] : NULL;
-        st = submit_hooks(r, k, MDF_BEFORE_STEP, step, err);
-        if (st == MDF_OK) st = submit_hooks(r, k, MDF_BEFORE_PRE_UPDATE, step, err);
-        if (st == MDF_OK && s->integ->pre_update(&ctx) != 0)
-            st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s pre_update", s->integ->name);
-        if (st == MDF_OK) st = submit_hooks(r, k, MDF_AFTER_PRE_UPDATE, step, err);
-        if (st == MDF_OK) st = submit_hooks(r, k, MDF_BEFORE_COMPUTE, step, err);
-        if (st == MDF_OK) st = mdf_compute_submit(r->c, k, flags, err);
-        if (st == MDF_OK) st = submit_hooks(r, k, MDF_AFTER_COMPUTE, step, err);
-        if (st == MDF_OK) st = submit_hooks(r, k, MDF_BEFORE_POST_UPDATE, step, err);
-        if (st == MDF_OK && s->integ->post_update && s->integ->post_update(&ctx) != 0)
-            st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s post_update", s->integ->name);
-        if (st == MDF_OK) st = submit_hooks(r, k, MDF_AFTER_POST_UPDATE, step, err);
-        if (st == MDF_OK && check) st = submit_converge(r, k, s->crit_mask != 0, err);
-        if (st == MDF_OK && s->crit_mask) st = submit_hooks(r, k, MDF_ON_CONVERGE, step, err);
-        if (st == MDF_OK) st = submit_hooks(r, k, MDF_AFTER_STEP, step, err);
+    for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) {
+        const stage_part *part = &r->s->parts[p];
+        mdf_step_ctx ctx = part_ctx(r, p, k, step);
+        st = submit_hooks(r, p, k, MDF_BEFORE_STEP, step, err);
+        if (st == MDF_OK) st = submit_entries(r, p, k, err);
+        if (st == MDF_OK) st = submit_hooks(r, p, k, MDF_BEFORE_PRE_UPDATE, step, err);
+        if (st == MDF_OK && part->integ->pre_update(&ctx) != 0)
+            st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s pre_update", part->integ->name);
+        if (st == MDF_OK) st = submit_hooks(r, p, k, MDF_AFTER_PRE_UPDATE, step, err);
+    }
+    return st == MDF_OK ? submit_point(r, k, MDF_BEFORE_COMPUTE, step, err) : st;
+}
+
+/* The second half for every part: hooks, post_update. */
+static mdf_status submit_second_half(stage_run *r, int k, int64_t step, mdf_error *err)
+{
+    mdf_status st = submit_point(r, k, MDF_AFTER_COMPUTE, step, err);
+    for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) {
+        const stage_part *part = &r->s->parts[p];
+        mdf_step_ctx ctx = part_ctx(r, p, k, step);
+        st = submit_hooks(r, p, k, MDF_BEFORE_POST_UPDATE, step, err);
+        if (st == MDF_OK && part->integ->post_update && part->integ->post_update(&ctx) != 0)
+            st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s post_update", part->integ->name);
+        if (st == MDF_OK) st = submit_hooks(r, p, k, MDF_AFTER_POST_UPDATE, step, err);
     }
     return st;
 }
 
-/* Step 0: the model at the starting positions, kinetic energies, the first
+static mdf_status submit_step(stage_run *r, int64_t step, int flags, int check, mdf_error *err)
+{
+    mdf_status st = MDF_OK;
+    for (int k = 0; st == MDF_OK && k < r->b->nshards; k++) {
+        st = submit_first_half(r, k, step, err);
+        /* One model evaluation for the systems of every part. */
+        if (st == MDF_OK) st = mdf_compute_submit(r->c, k, flags, err);
+        if (st == MDF_OK) st = submit_second_half(r, k, step, err);
+        if (st == MDF_OK && check) st = submit_converge(r, k, err);
+        if (st == MDF_OK) st = submit_point(r, k, MDF_ON_CONVERGE, step, err);
+        if (st == MDF_OK) st = submit_point(r, k, MDF_AFTER_STEP, step, err);
+    }
+    return st;
+}
+
+/* Step 0: the model at the starting positions, kinetic energies, entry
+ * velocities of systems handed over by an earlier stage, the first
  * convergence check, and the hooks of the compute points and AFTER_STEP. */
 static mdf_status submit_start(stage_run *r, int flags, mdf_error *err)
 {
-    mdf_stage *s = r->s;
-    int optimiser = (s->integ->flags & MDF_INTEG_OPTIMISER) != 0;
     mdf_status st = MDF_OK;
     for (int k = 0; st == MDF_OK && k < r->b->nshards; k++) {
         const mdf_shard *sh = &r->b->shards[k];
-        st = submit_hooks(r, k, MDF_BEFORE_COMPUTE, 0, err);
+        st = submit_point(r, k, MDF_BEFORE_COMPUTE, 0, err);
         if (st == MDF_OK) st = mdf_compute_submit(r->c, k, flags, err);
-        if (st == MDF_OK) st = submit_hooks(r, k, MDF_AFTER_COMPUTE, 0, err);
-        if (st == MDF_OK && !optimiser) {
+        if (st == MDF_OK) st = submit_point(r, k, MDF_AFTER_COMPUTE, 0, err);
+        if (st == MDF_OK) {
             mdf_kinetic_args ka = {.work = sh->natoms, .nsys = sh->nsys};
             if (mdf_insert_kinetic(sh->vel, sh->atoms, sh->sys, sh->res, &ka) != 0)
                 st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit kinetic energies");
         }
-        if (st == MDF_OK) st = submit_converge(r, k, s->crit_mask != 0, err);
-        if (st == MDF_OK && s->crit_mask) st = submit_hooks(r, k, MDF_ON_CONVERGE, 0, err);
-        if (st == MDF_OK) st = submit_hooks(r, k, MDF_AFTER_STEP, 0, err);
-        if (st == MDF_OK && s->crit_mask) st = submit_census(r, k, 0, err);
+        for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) st = submit_entries(r, p, k, err);
+        if (st == MDF_OK) st = submit_converge(r, k, err);
+        if (st == MDF_OK) st = submit_point(r, k, MDF_ON_CONVERGE, 0, err);
+        if (st == MDF_OK) st = submit_point(r, k, MDF_AFTER_STEP, 0, err);
+        if (st == MDF_OK && r->any_checks) st = submit_census(r, k, 0, err);
     }
     return st;
 }
 
 /* ---- setup and teardown ------------------------------------------------------- */
 
+static mdf_status create_workspaces(stage_run *r, int p, mdf_error *err)
+{
+    const stage_part *part = &r->s->parts[p];
+    if (!part->integ->work_bytes) return MDF_OK;
+    int n = r->b->nshards;
+    r->work[p] = calloc((size_t)n, sizeof *r->work[p]);
+    r->work_mem[p] = calloc((size_t)n, sizeof *r->work_mem[p]);
+    if (!r->work[p] || !r->work_mem[p]) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a stage run");
+    for (int k = 0; k < n; k++) {
+        const mdf_shard *sh = &r->b->shards[k];
+        size_t bytes = part->integ->work_bytes(&part->cfg.params, sh->atom_cap, sh->sys_cap);
+        if (bytes == 0) bytes = 8;
+        /* StarPU vectors count elements in 32 bits. */
+        if (bytes > UINT32_MAX)
+            return mdf_error_set(err, MDF_ERR_INVALID,
+                                 "%s needs %.3g GB of workspace for shard %d (%d atoms), more than one StarPU "
+                                 "vector holds (4 GiB): use more shards (--shards) or a smaller history",
+                                 part->integ->name, (double)bytes / 1e9, k, sh->atom_cap);
+        r->work_mem[p][k] = calloc(1, bytes);
+        if (!r->work_mem[p][k])
+            return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for %s's workspace (%zu bytes for shard %d)",
+                                 part->integ->name, bytes, k);
+        starpu_vector_data_register(&r->work[p][k], STARPU_MAIN_RAM, (uintptr_t)r->work_mem[p][k], (uint32_t)bytes, 1);
+    }
+    return MDF_OK;
+}
+
+static mdf_status begin_hooks(stage_run *r, int p, mdf_error *err)
+{
+    stage_part *part = &r->s->parts[p];
+    mdf_hook_begin hb = {.b = r->b, .ctl = &r->ctl, .status = part->cfg.status,
+                         .converged_status = part->cfg.converged_status, .dt_fs = part->cfg.params.dt_fs,
+                         .max_steps = r->s->max_steps, .window = r->s->parts[0].cfg.window};
+    mdf_status st = MDF_OK;
+    for (int h = 0; st == MDF_OK && h < part->nhooks; h++, r->begun_hooks[p]++)
+        if (part->hooks[h]->ops->begin) st = part->hooks[h]->ops->begin(part->hooks[h], &hb, err);
+    return st;
+}
+
 static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_error *err)
 {
     memset(r, 0, sizeof *r);
     r->s = s;
     r->b = b;
-    r->dt = mdf_fs_to_internal(s->cfg.params.dt_fs);
+    r->lo = s->parts[0].cfg.status;
+    r->hi = s->parts[s->nparts - 1].cfg.status;
+    for (int p = 0; p < s->nparts; p++) r->any_checks |= part_checks(&s->parts[p]);
     mdf_run_control_init(&r->ctl);
     int n = b->nshards;
     r->tokens = calloc((size_t)n, sizeof *r->tokens);
@@ -355,37 +547,17 @@ static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model
         r->first_row[k] = row;
         row += b->shards[k].nsys;
     }
-    if (s->integ->work_bytes) {
-        r->work = calloc((size_t)n, sizeof *r->work);
-        r->work_mem = calloc((size_t)n, sizeof *r->work_mem);
-        if (!r->work || !r->work_mem) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a stage run");
-        for (int k = 0; k < n; k++) {
-            const mdf_shard *sh = &b->shards[k];
-            size_t bytes = s->integ->work_bytes(&s->cfg.params, sh->atom_cap, sh->sys_cap);
-            if (bytes == 0) bytes = 8;
-            /* StarPU vectors count elements in 32 bits. */
-            if (bytes > UINT32_MAX)
-                return mdf_error_set(err, MDF_ERR_INVALID,
-                                     "%s needs %.3g GB of workspace for shard %d (%d atoms), more than one StarPU "
-                                     "vector holds (4 GiB): use more shards (--shards) or a smaller history",
-                                     s->integ->name, (double)bytes / 1e9, k, sh->atom_cap);
-            r->work_mem[k] = calloc(1, bytes);
-            if (!r->work_mem[k])
-                return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for %s's workspace (%zu bytes for shard %d)",
-                                     s->integ->name, bytes, k);
-            starpu_vector_data_register(&r->work[k], STARPU_MAIN_RAM, (uintptr_t)r->work_mem[k], (uint32_t)bytes, 1);
-        }
-    }
+    mdf_status st = MDF_OK;
+    for (int p = 0; st == MDF_OK && p < s->nparts; p++) st = create_workspaces(r, p, err);
+    const mdf_stage_config *run = &s->parts[0].cfg;
     mdf_compute_config cc;
     mdf_compute_config_init(&cc);
-    cc.skin = s->cfg.skin;
-    cc.chunk_atoms = s->cfg.chunk_atoms;
-    cc.status_lo = cc.status_hi = s->cfg.status;
-    mdf_status st = mdf_compute_create(b, m, &cc, &r->c, err);
-    mdf_hook_begin hb = {.b = b, .ctl = &r->ctl, .status = s->cfg.status, .converged_status = s->cfg.converged_status,
-                         .dt_fs = s->cfg.params.dt_fs, .max_steps = s->cfg.max_steps, .window = s->cfg.window};
-    for (int h = 0; st == MDF_OK && h < s->nhooks; h++, r->begun_hooks++)
-        if (s->hooks[h]->ops->begin) st = s->hooks[h]->ops->begin(s->hooks[h], &hb, err);
+    cc.skin = run->skin;
+    cc.chunk_atoms = run->chunk_atoms;
+    cc.status_lo = r->lo;
+    cc.status_hi = r->hi;
+    if (st == MDF_OK) st = mdf_compute_create(b, m, &cc, &r->c, err);
+    for (int p = 0; st == MDF_OK && p < s->nparts; p++) st = begin_hooks(r, p, err);
     return st;
 }
 
@@ -393,29 +565,32 @@ static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model
 static mdf_status destroy_run(stage_run *r, mdf_error *err)
 {
     mdf_status st = MDF_OK;
-    for (int h = 0; h < r->begun_hooks; h++) {
-        mdf_hook *hk = r->s->hooks[h];
-        if (!hk->ops->end) continue;
-        mdf_error e;
-        mdf_error_clear(&e);
-        mdf_status hs = hk->ops->end(hk, &e);
-        if (hs != MDF_OK && st == MDF_OK) {
-            st = hs;
-            if (err) *err = e;
+    for (int p = 0; p < r->s->nparts; p++)
+        for (int h = 0; h < r->begun_hooks[p]; h++) {
+            mdf_hook *hk = r->s->parts[p].hooks[h];
+            if (!hk->ops->end) continue;
+            mdf_error e;
+            mdf_error_clear(&e);
+            mdf_status hs = hk->ops->end(hk, &e);
+            if (hs != MDF_OK && st == MDF_OK) {
+                st = hs;
+                if (err) *err = e;
+            }
         }
-    }
     int n = r->b->nshards;
     for (int k = 0; r->tokens && k < n; k++)
         if (r->tokens[k]) starpu_data_unregister(r->tokens[k]);
-    for (int k = 0; r->work && k < n; k++) {
-        if (r->work[k]) starpu_data_unregister(r->work[k]);
-        free(r->work_mem[k]);
+    for (int p = 0; p < r->s->nparts; p++) {
+        for (int k = 0; r->work[p] && k < n; k++) {
+            if (r->work[p][k]) starpu_data_unregister(r->work[p][k]);
+            free(r->work_mem[p][k]);
+        }
+        free(r->work[p]);
+        free(r->work_mem[p]);
     }
     mdf_compute_destroy(r->c);
     free(r->tokens);
     free(r->token_mem);
-    free(r->work);
-    free(r->work_mem);
     free(r->cens);
     free(r->first_row);
     mdf_run_control_destroy(&r->ctl);
@@ -426,34 +601,73 @@ static mdf_status destroy_run(stage_run *r, mdf_error *err)
  * another method takes a system over (two stages on one status, one after
  * the other), the block starts afresh. The state of systems that continue
  * with the same method (a stage run again) is kept. Host side, once per run. */
-static mdf_status claim_states(mdf_batch *b, int32_t status, int32_t method, mdf_error *err)
+static mdf_status claim_states(mdf_batch *b, const mdf_stage *s, mdf_error *err)
 {
     for (int k = 0; k < b->nshards; k++) {
         const mdf_shard *sh = &b->shards[k];
         if (starpu_data_acquire(sh->state, STARPU_RW) != 0)
             return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's integrator state", k);
-        for (int32_t s = 0; s < sh->nsys; s++) {
-            mdf_sys_state *st = &b->state[sh->sys_off + s];
-            if (b->sys[sh->sys_off + s].status != status || st->method == method) continue;
-            memset(st, 0, sizeof *st);
-            st->method = method;
+        for (int32_t i = 0; i < sh->nsys; i++) {
+            mdf_sys_state *st = &b->state[sh->sys_off + i];
+            int32_t status = b->sys[sh->sys_off + i].status;
+            for (int p = 0; p < s->nparts; p++) {
+                int32_t method = mdf_integrator_number(s->parts[p].integ);
+                if (status != s->parts[p].cfg.status || st->method == method) continue;
+                memset(st, 0, sizeof *st);
+                st->method = method;
+            }
         }
         starpu_data_release(sh->state);
     }
     return MDF_OK;
 }
 
-static int64_t stage_atoms(const mdf_batch *b, int32_t status, int64_t *nsys)
+/* Systems and atoms with a status in [lo, hi], and those at the exit status. */
+static int64_t count_systems(const mdf_batch *b, int32_t lo, int32_t hi, int32_t exit, int64_t *atoms,
+                             int64_t *at_exit, int64_t *budget_flagged)
 {
-    int64_t atoms = 0;
-    *nsys = 0;
+    int64_t n = 0;
+    *atoms = *at_exit = *budget_flagged = 0;
     for (size_t i = 0; i < b->nsys; i++) {
         const mdf_sys_info *si = &b->sys[b->sys_slot[i]];
-        if (si->status != status) continue;
-        atoms += si->natoms;
-        (*nsys)++;
+        if (si->status == exit) {
+            (*at_exit)++;
+            *budget_flagged += (si->flags & MDF_SYS_BUDGET_EXIT) != 0;
+        }
+        if (si->status < lo || si->status > hi) continue;
+        *atoms += si->natoms;
+        n++;
     }
-    return atoms;
+    return n;
+}
+
+static void fill_report(stage_run *r, int64_t steps, double wall, int64_t atoms0, int64_t exit0, int64_t flagged0,
+                        mdf_stage_report *report)
+{
+    report->steps = steps;
+    report->model_evaluations = mdf_compute_evaluations(r->c);
+    mdf_compute_stats cs;
+    if (mdf_compute_get_stats(r->c, &cs, NULL) == MDF_OK) {
+        report->list_rebuilds = cs.rebuilds;
+        report->overflowed_atoms = cs.overflowed_atoms;
+        report->max_neighbours = cs.max_neighbours;
+        report->list_slots = cs.slots;
+        report->nchunks = cs.nchunks;
+    }
+    int64_t atoms, at_exit, flagged;
+    report->remaining = count_systems(r->b, r->lo, r->hi, mdf_stage_exit_status(r->s), &atoms, &at_exit, &flagged);
+    report->converged = at_exit - exit0;
+    report->budget_exits = flagged - flagged0;
+    report->wall_seconds = wall;
+    report->atom_steps_per_second = wall > 0.0 ? (double)atoms0 * (double)steps / wall : 0.0;
+    report->nshards = r->b->nshards;
+}
+
+static int run_needs_virial(const mdf_stage *s)
+{
+    for (int p = 0; p < s->nparts; p++)
+        if (s->parts[p].integ->flags & MDF_INTEG_NEEDS_VIRIAL) return 1;
+    return 0;
 }
 
 mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_report *report, mdf_error *err)
@@ -462,32 +676,33 @@ mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_rep
     /* Statuses and sizes on the host: a wait at the start of a run, never per step. */
     mdf_status st = mdf_batch_sync(b, err);
     if (st != MDF_OK) return st;
-    int64_t nsys0 = 0, atoms0 = stage_atoms(b, s->cfg.status, &nsys0);
-    st = claim_states(b, s->cfg.status, mdf_integrator_number(s->integ), err);
+    int32_t lo = s->parts[0].cfg.status, hi = s->parts[s->nparts - 1].cfg.status;
+    int64_t atoms0, exit0, flagged0;
+    count_systems(b, lo, hi, mdf_stage_exit_status(s), &atoms0, &exit0, &flagged0);
+    st = claim_states(b, s, err);
     if (st != MDF_OK) return st;
     stage_run r;
     st = create_run(&r, s, b, m, err);
-    int needs_virial = (s->integ->flags & MDF_INTEG_NEEDS_VIRIAL) != 0;
+    const mdf_stage_config *run = &s->parts[0].cfg;
+    int needs_virial = run_needs_virial(s);
     double t0 = now_seconds();
-    int64_t target0 = 0;
-    for (size_t i = 0; i < b->nsys; i++) target0 += b->sys[b->sys_slot[i]].status == s->cfg.converged_status;
     if (st == MDF_OK) st = submit_start(&r, MDF_COMPUTE_VIRIAL, err);
     unsigned per_step = 0; /* most tasks one step took: the window in tasks */
     int64_t step = 0;
-    for (step = 1; st == MDF_OK && step <= s->cfg.max_steps; step++) {
+    for (step = 1; st == MDF_OK && step <= s->max_steps; step++) {
         if (r.ctl.stop) break;
-        if (s->crit_mask && nothing_left(&r)) break;
+        if (r.any_checks && nothing_left(&r)) break;
         int before = starpu_task_nsubmitted();
         unsigned needs = hook_needs(s, step);
-        int flags = needs_virial || (needs & MDF_HOOK_NEEDS_VIRIAL) || step == s->cfg.max_steps ? MDF_COMPUTE_VIRIAL : 0;
-        int check = s->crit_mask != 0 || (needs & MDF_HOOK_NEEDS_FMAX);
+        int flags = needs_virial || (needs & MDF_HOOK_NEEDS_VIRIAL) || step == s->max_steps ? MDF_COMPUTE_VIRIAL : 0;
+        int check = r.any_checks || (needs & MDF_HOOK_NEEDS_FMAX);
         st = submit_step(&r, step, flags, check, err);
-        if (st == MDF_OK && s->crit_mask && step % s->cfg.check_interval == 0)
+        if (st == MDF_OK && r.any_checks && step % run->check_interval == 0)
             for (int k = 0; st == MDF_OK && k < b->nshards; k++) st = submit_census(&r, k, step, err);
         int now = starpu_task_nsubmitted() - before + 1;
         if (now > (int)per_step) per_step = (unsigned)now;
         /* Keep at most `window` steps in flight: waits only for old tasks. */
-        if (st == MDF_OK) starpu_task_wait_for_n_submitted((unsigned)s->cfg.window * per_step);
+        if (st == MDF_OK) starpu_task_wait_for_n_submitted((unsigned)run->window * per_step);
     }
     int64_t steps_done = step - 1;
     starpu_task_wait_for_all();
@@ -498,28 +713,7 @@ mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_rep
         st = r.ctl.err.code;
         if (err) *err = r.ctl.err;
     }
-    if (report && r.c) {
-        report->steps = steps_done;
-        report->model_evaluations = mdf_compute_evaluations(r.c);
-        mdf_compute_stats cs;
-        if (mdf_compute_get_stats(r.c, &cs, NULL) == MDF_OK) {
-            report->list_rebuilds = cs.rebuilds;
-            report->overflowed_atoms = cs.overflowed_atoms;
-            report->max_neighbours = cs.max_neighbours;
-            report->list_slots = cs.slots;
-            report->nchunks = cs.nchunks;
-        }
-        int64_t left = 0;
-        stage_atoms(b, s->cfg.status, &left);
-        report->remaining = left;
-        report->converged = -target0;
-        for (size_t i = 0; i < b->nsys; i++)
-            report->converged += b->sys[b->sys_slot[i]].status == s->cfg.converged_status;
-        report->wall_seconds = wall;
-        report->atom_steps_per_second = wall > 0.0 ? (double)atoms0 * (double)steps_done / wall : 0.0;
-        report->nshards = b->nshards;
-    }
-    (void)nsys0;
+    if (report && r.c) fill_report(&r, steps_done, wall, atoms0, exit0, flagged0, report);
     mdf_status end = destroy_run(&r, st == MDF_OK ? err : NULL);
     if (st == MDF_OK) st = end;
     return st;

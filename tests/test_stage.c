@@ -21,7 +21,9 @@
 
 static mdf_converge_args crit(int mask, double f, double de, int64_t steps)
 {
-    return (mdf_converge_args){.status = 0, .target = 7, .mask = mask, .fmax_thr = f, .de_thr = de, .steps_thr = steps};
+    mdf_converge_args a = {.lo = 0, .nparts = 1, .apply = 1};
+    a.part[0] = (mdf_converge_part){.mask = mask, .target = 7, .fmax_thr = f, .de_thr = de, .steps_thr = steps};
+    return a;
 }
 
 /* One system of two atoms with forces [[3,4,0],[0,0,1]] run through the CPU
@@ -58,6 +60,7 @@ static void test_fmax_of_345(void **state)
     mdf_sys_state st;
     fresh_system(&si, &r, &st);
     mdf_converge_args a = crit(0, 0, 0, 0);
+    a.apply = 0;
     assert_int_equal(run_converge_cpu(&a, &si, &r, &st), 0); /* no criterion: measure only */
     assert_true(r.fmax == 5.0);                               /* |(3,4,0)| = 5 exactly */
     assert_int_equal(si.status, 0);
@@ -71,6 +74,9 @@ static void test_threshold_inclusive(void **state)
     mdf_sys_state st;
     fresh_system(&si, &r, &st);
     mdf_converge_args below = crit(MDF_CRIT_FMAX, nextafter(5.0, 0.0), 0, 0);
+    /* No criterion at all never converges, even with apply. */
+    mdf_converge_args none = crit(0, 0, 0, 0);
+    assert_int_equal(run_converge_cpu(&none, &si, &r, &st), 0);
     assert_int_equal(run_converge_cpu(&below, &si, &r, &st), 0);
     mdf_converge_args equal = crit(MDF_CRIT_FMAX, 5.0, 0, 0);
     assert_int_equal(run_converge_cpu(&equal, &si, &r, &st), 1);
@@ -97,7 +103,7 @@ static void test_two_criteria_need_both(void **state)
     r.energy = -1.0 - 2e-3; /* |dE| = 2e-3 > 1e-3 */
     assert_int_equal(run_converge_cpu(&both, &si, &r, &st), 0);
     r.energy = -1.0 - 2e-3 - 1e-3; /* |dE| = 1e-3 (to round-off) within the threshold */
-    both.de_thr = 1e-3 * (1 + 1e-12);
+    both.part[0].de_thr = 1e-3 * (1 + 1e-12);
     assert_int_equal(run_converge_cpu(&both, &si, &r, &st), 1);
 
     /* fmax fails while the energy criterion holds. */

@@ -10,7 +10,8 @@ void mdf_converge_cpu(void *buffers[], void *cl_arg)
     mdf_sys_state *state = (mdf_sys_state *)STARPU_VECTOR_GET_PTR(buffers[3]);
     for (int32_t s = 0; s < a->nsys; s++) {
         sys[s].flags &= ~MDF_SYS_CONVERGED_NOW;
-        if (sys[s].status != a->status) continue;
+        const mdf_converge_part *part = mdf_converge_part_of(a, sys[s].status);
+        if (!part) continue;
         double m2 = 0.0;
         int32_t a1 = sys[s].atom_start + sys[s].natoms;
         for (int32_t i = sys[s].atom_start; i < a1; i++) {
@@ -18,6 +19,6 @@ void mdf_converge_cpu(void *buffers[], void *cl_arg)
             /* A NaN force must not pass for a small one. */
             if (!(n2 <= m2)) m2 = n2;
         }
-        mdf_converge_system(&sys[s], &res[s], &state[s], m2, a);
+        mdf_converge_system(&sys[s], &res[s], &state[s], m2, part, a->apply);
     }
 }

@@ -9,8 +9,11 @@ __global__ void converge_kernel(const double *f, mdf_sys_info *sys, mdf_sys_resu
 {
     __shared__ double scratch[MDF_SYS_BLOCK];
     mdf_sys_info *s = &sys[blockIdx.x];
+    /* Every thread reads the status before thread 0 may change it. */
+    const mdf_converge_part *part = mdf_converge_part_of(&a, s->status);
+    __syncthreads();
     if (threadIdx.x == 0) s->flags &= ~MDF_SYS_CONVERGED_NOW;
-    if (s->status != a.status) return; /* uniform across the block */
+    if (!part) return; /* uniform across the block */
     double m2 = 0.0;
     int32_t a1 = s->atom_start + s->natoms;
     for (int32_t i = s->atom_start + (int32_t)threadIdx.x; i < a1; i += (int32_t)blockDim.x) {
@@ -21,7 +24,7 @@ __global__ void converge_kernel(const double *f, mdf_sys_info *sys, mdf_sys_resu
     double nan_seen = mdf_block_max(m2 != m2 ? 1.0 : 0.0, scratch);
     m2 = mdf_block_max(m2 != m2 ? 0.0 : m2, scratch);
     if (nan_seen > 0.0) m2 = nan("");
-    if (threadIdx.x == 0) mdf_converge_system(s, &res[blockIdx.x], &state[blockIdx.x], m2, &a);
+    if (threadIdx.x == 0) mdf_converge_system(s, &res[blockIdx.x], &state[blockIdx.x], m2, part, a.apply);
 }
 
 extern "C" void mdf_converge_cuda(void *buffers[], void *cl_arg)

@@ -2,7 +2,9 @@
  *
  * Criteria are AND-combined and thresholds inclusive: fmax <= f_thr,
  * |E - E_prev| <= de_thr, stage steps >= steps_thr. A system with no
- * previous energy (E_prev NaN) fails the energy criterion. */
+ * previous energy (E_prev NaN) fails the energy criterion. A step budget
+ * makes a system leave unconverged, flagged MDF_SYS_BUDGET_EXIT. One task
+ * serves every sub-stage of a fused stage, each with its own criteria. */
 #ifndef MDF_CONVERGE_KERNEL_H
 #define MDF_CONVERGE_KERNEL_H
 
@@ -12,16 +14,36 @@
 #define MDF_CRIT_DE 2
 #define MDF_CRIT_STEPS 4
 
+/* The most sub-stages one convergence task serves (a fused stage). */
+#define MDF_CONVERGE_PARTS 8
+
+/* The criteria of one (sub-)stage. */
+typedef struct mdf_converge_part {
+    int32_t mask;          /* MDF_CRIT_* in force; 0: no criterion */
+    int32_t target;        /* where its converged (or budget-expired) systems go */
+    double fmax_thr;       /* eV/Å */
+    double de_thr;         /* eV */
+    int64_t steps_thr;     /* the STEPS criterion */
+    int64_t budget;        /* > 0: leave after this many steps even unconverged
+                            * (flagged MDF_SYS_BUDGET_EXIT) */
+} mdf_converge_part;
+
 typedef struct mdf_converge_args {
     int64_t work;          /* atoms in the shard */
     int32_t nsys;
-    int32_t status;        /* the stage's systems */
-    int32_t target;        /* where converged systems go */
-    int32_t mask;          /* MDF_CRIT_* in force; 0: only measure fmax */
-    double fmax_thr;       /* eV/Å */
-    double de_thr;         /* eV */
-    int64_t steps_thr;
+    int32_t lo;            /* the first sub-stage's status: a system with status
+                            * lo + i is checked against part[i] */
+    int32_t nparts;
+    int32_t apply;         /* 0: only measure fmax and the energy */
+    mdf_converge_part part[MDF_CONVERGE_PARTS];
 } mdf_converge_args;
+
+/* The part that checks a system, or NULL if its status is not served. */
+MDF_HD const mdf_converge_part *mdf_converge_part_of(const mdf_converge_args *a, int32_t status)
+{
+    int32_t i = status - a->lo;
+    return i >= 0 && i < a->nparts ? &a->part[i] : (const mdf_converge_part *)0;
+}
 
 /* Squared norm of one atom's force. */
 MDF_HD double mdf_force_norm2(const double *f)
@@ -29,24 +51,26 @@ MDF_HD double mdf_force_norm2(const double *f)
     return f[0] * f[0] + f[1] * f[1] + f[2] * f[2];
 }
 
-/* Applies the criteria to a system whose largest squared force norm is
- * fmax2: records fmax and the energy, and moves the system when all hold.
- * Returns 1 if it moved. */
+/* Applies the criteria of part p to a system whose largest squared force
+ * norm is fmax2: records fmax and the energy, and moves the system when all
+ * hold, or when its step budget is spent (flagged). Returns 1 if it moved. */
 MDF_HD int mdf_converge_system(mdf_sys_info *s, mdf_sys_result *r, mdf_sys_state *st, double fmax2,
-                               const mdf_converge_args *a)
+                               const mdf_converge_part *p, int32_t apply)
 {
     double fmax = sqrt(fmax2);
     double de = fabs(r->energy - r->energy_prev); /* NaN without a previous energy */
     r->fmax = fmax;
     r->energy_prev = r->energy;
-    if (a->mask == 0) return 0;
-    int ok = 1;
-    if (a->mask & MDF_CRIT_FMAX) ok = ok && fmax <= a->fmax_thr;
-    if (a->mask & MDF_CRIT_DE) ok = ok && de <= a->de_thr;
-    if (a->mask & MDF_CRIT_STEPS) ok = ok && s->stage_step >= a->steps_thr;
-    if (!ok) return 0;
-    s->status = a->target;
+    if (!apply) return 0;
+    int ok = p->mask != 0;
+    if (p->mask & MDF_CRIT_FMAX) ok = ok && fmax <= p->fmax_thr;
+    if (p->mask & MDF_CRIT_DE) ok = ok && de <= p->de_thr;
+    if (p->mask & MDF_CRIT_STEPS) ok = ok && s->stage_step >= p->steps_thr;
+    int expired = !ok && p->budget > 0 && s->stage_step >= p->budget;
+    if (!ok && !expired) return 0;
+    s->status = p->target;
     s->flags |= MDF_SYS_CONVERGED_NOW;
+    if (expired) s->flags |= MDF_SYS_BUDGET_EXIT;
     s->stage_step = 0;
     /* The next stage starts its own state afresh. */
     for (int k = 0; k < MDF_STATE_DOUBLES; k++) st->d[k] = 0.0;

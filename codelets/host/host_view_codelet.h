@@ -19,7 +19,8 @@ typedef struct mdf_host_view_args {
     int64_t step;          /* the stage's step */
     int64_t first_row;     /* batch index of the shard's first system */
     int32_t nsys;
-    int32_t status;        /* the stage's status */
+    int32_t status;        /* the (sub-)stage's status */
+    int32_t target;        /* where its converged systems go */
     int32_t shard;
     int32_t point;         /* mdf_hook_point, or -1 */
     mdf_host_view_fn fn;

@@ -21,7 +21,7 @@ void mdf_velocity_cpu(void *buffers[], void *cl_arg)
     mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[3]);
     for (int32_t s = 0; s < args->nsys; s++) {
         const mdf_sys_info *si = &sys[s];
-        if (si->status != args->status) continue;
+        if (!mdf_velocity_wanted(si, args->status, args->entering_only)) continue;
         uint64_t key = mdf_velocity_key(args->seed, si->id);
         double p[3] = {0.0, 0.0, 0.0}, mtot = 0.0;
         for (int32_t a = si->atom_start; a < si->atom_start + si->natoms; a++) {

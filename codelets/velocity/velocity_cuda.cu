@@ -40,11 +40,12 @@ __device__ static double vel_system_kinetic(const double *v, const mdf_atom_info
 }
 
 __global__ void velocity_kernel(double *v, const mdf_atom_info *atoms, const mdf_sys_info *sys,
-                                mdf_sys_result *res, double kT, uint64_t seed, int32_t status)
+                                mdf_sys_result *res, double kT, uint64_t seed, int32_t status,
+                                int32_t entering_only)
 {
     __shared__ double buf[MDF_VEL_BLOCK];
     const mdf_sys_info *si = &sys[blockIdx.x];
-    if (si->status != status) return; /* the whole block leaves */
+    if (!mdf_velocity_wanted(si, status, entering_only)) return; /* the whole block leaves */
     uint64_t key = mdf_velocity_key(seed, si->id);
     int32_t a0 = si->atom_start, a1 = a0 + si->natoms;
     double p[3] = {0.0, 0.0, 0.0}, m = 0.0;
@@ -82,7 +83,7 @@ extern "C" void mdf_velocity_cuda(void *buffers[], void *cl_arg)
     velocity_kernel<<<args->nsys, MDF_VEL_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
         (double *)STARPU_VECTOR_GET_PTR(buffers[0]), (const mdf_atom_info *)STARPU_VECTOR_GET_PTR(buffers[1]),
         (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[2]), (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[3]),
-        args->kT, args->seed, args->status);
+        args->kT, args->seed, args->status, args->entering_only);
     mdf_vel_check(cudaGetLastError());
 }
 

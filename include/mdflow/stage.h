@@ -10,6 +10,9 @@
  * other system untouched (the model does not even evaluate them). Systems
  * that meet every convergence criterion move to `converged_status`.
  *
+ * A fused stage (mdf_fuse) runs several such stages on one batch with one
+ * model evaluation per step.
+ *
  * Step 0 is the evaluation at the starting positions: it fires the
  * BEFORE_COMPUTE, AFTER_COMPUTE, ON_CONVERGE and AFTER_STEP hooks, so
  * constraints apply to the first forces, logs record the start, and a system
@@ -104,6 +107,13 @@ typedef struct mdf_stage_config {
     int window;                /* steps submitted ahead of completion (default 8) */
     double skin;               /* Å, neighbour-list skin (default 1) */
     int32_t chunk_atoms;       /* see mdf_md_config (0: automatic) */
+    int64_t step_budget;       /* > 0: a system leaves after this many steps in the
+                                * stage even unconverged, flagged
+                                * MDF_SYSTEM_BUDGET_EXIT (default 0: none) */
+    double entry_temperature_K; /* >= 0: systems arriving from the previous stage
+                                 * (CONVERGED_NOW, e.g. a relaxation before MD)
+                                 * get Maxwell-Boltzmann velocities at this
+                                 * temperature (seed: params.seed); default -1: keep */
     mdf_dynamics_params params;
 } mdf_stage_config;
 
@@ -123,10 +133,32 @@ mdf_status mdf_stage_add_criterion(mdf_stage *s, mdf_criterion_kind kind, double
  * one point run in the order they were added. */
 mdf_status mdf_stage_add_hook(mdf_stage *s, mdf_hook *h, mdf_error *err);
 
+/* Fuses two stages into one (ALCHEMI's `a + b`): their sub-stages get the
+ * status codes base, base + 1, ... (base: the first sub-stage's status, 0 by
+ * default) and converge into the next one; the last converges into the exit
+ * status base + n. Each step evaluates the model ONCE for every system of
+ * every sub-stage, and each sub-stage updates only its own systems, in the
+ * same task graph. Fusing a fused stage appends (fuse(fuse(a, b), c) has
+ * three sub-stages, at most 8). The result's max_steps is the sum of the
+ * parts' (mdf_stage_set_max_steps changes it); its window, check interval,
+ * skin and chunking are a's. a and b are consumed, also on failure. */
+mdf_status mdf_fuse(mdf_stage *a, mdf_stage *b, mdf_stage **out, mdf_error *err);
+/* The run's step limit (>= 0). */
+mdf_status mdf_stage_set_max_steps(mdf_stage *s, int64_t max_steps, mdf_error *err);
+/* Sub-stages (1 for a plain stage) and the status systems end with. */
+int mdf_stage_nparts(const mdf_stage *s);
+int32_t mdf_stage_exit_status(const mdf_stage *s);
+/* Adds a criterion or a hook to sub-stage k (0-based) of a fused stage. */
+mdf_status mdf_stage_add_part_criterion(mdf_stage *s, int k, mdf_criterion_kind kind, double threshold,
+                                        mdf_error *err);
+mdf_status mdf_stage_add_part_hook(mdf_stage *s, int k, mdf_hook *h, mdf_error *err);
+
 typedef struct mdf_stage_report {
     int64_t steps;              /* steps submitted */
-    int64_t converged;          /* systems moved to converged_status by this run */
-    int64_t remaining;          /* systems still with `status` at the end */
+    int64_t converged;          /* systems that reached the exit status in this run */
+    int64_t budget_exits;       /* of those, systems that left some sub-stage on its
+                                 * step budget, unconverged */
+    int64_t remaining;          /* systems still in the stage at the end */
     int64_t model_evaluations;  /* including step 0 */
     int64_t list_rebuilds;        /* summed over systems */
     int64_t overflowed_atoms;     /* neighbour-list slots too few: computed from cells */
