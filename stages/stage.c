@@ -29,7 +29,7 @@ _Static_assert(MDF_SYSTEM_CONVERGED_NOW == MDF_SYS_CONVERGED_NOW && MDF_SYSTEM_N
                    MDF_SYSTEM_NONFINITE_VEL == MDF_SYS_NONFINITE_VEL &&
                    MDF_SYSTEM_NONFINITE_FORCE == MDF_SYS_NONFINITE_FORCE &&
                    MDF_SYSTEM_NONFINITE_ENERGY == MDF_SYS_NONFINITE_ENERGY &&
-                   MDF_SYSTEM_BUDGET_EXIT == MDF_SYS_BUDGET_EXIT,
+                   MDF_SYSTEM_BUDGET_EXIT == MDF_SYS_BUDGET_EXIT && MDF_SYSTEM_ENTERED == MDF_SYS_ENTERED,
                "public and kernel system flags agree");
 
 /* One (sub-)stage: a method, its parameters, criteria and hooks. */

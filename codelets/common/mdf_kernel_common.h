@@ -40,6 +40,10 @@ typedef struct mdf_atom_info {
 #define MDF_SYS_NONFINITE (MDF_SYS_NONFINITE_POS | MDF_SYS_NONFINITE_VEL | MDF_SYS_NONFINITE_FORCE | \
                            MDF_SYS_NONFINITE_ENERGY)
 #define MDF_SYS_BUDGET_EXIT      32 /* left a stage on its step budget, unconverged */
+#define MDF_SYS_ENTERED          64 /* moved into its current stage and not yet checked
+                                     * there: set with CONVERGED_NOW, but cleared only
+                                     * by the first check of the stage that serves it
+                                     * (entry velocities read it, also across runs) */
 
 /* Per-system description, read by models and written by integrators. */
 typedef struct mdf_sys_info {

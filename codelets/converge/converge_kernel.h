@@ -59,6 +59,7 @@ MDF_HD int mdf_converge_system(mdf_sys_info *s, mdf_sys_result *r, mdf_sys_state
 {
     double fmax = sqrt(fmax2);
     double de = fabs(r->energy - r->energy_prev); /* NaN without a previous energy */
+    s->flags &= ~MDF_SYS_ENTERED; /* its (new) stage has checked it */
     r->fmax = fmax;
     r->energy_prev = r->energy;
     if (!apply) return 0;
@@ -69,7 +70,7 @@ MDF_HD int mdf_converge_system(mdf_sys_info *s, mdf_sys_result *r, mdf_sys_state
     int expired = !ok && p->budget > 0 && s->stage_step >= p->budget;
     if (!ok && !expired) return 0;
     s->status = p->target;
-    s->flags |= MDF_SYS_CONVERGED_NOW;
+    s->flags |= MDF_SYS_CONVERGED_NOW | MDF_SYS_ENTERED;
     if (expired) s->flags |= MDF_SYS_BUDGET_EXIT;
     s->stage_step = 0;
     /* The next stage starts its own state afresh. */

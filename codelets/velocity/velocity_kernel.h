@@ -15,14 +15,14 @@ typedef struct mdf_velocity_args {
     uint64_t seed;
     int32_t status;        /* only systems with this status are drawn */
     int32_t nsys;
-    int32_t entering_only; /* 1: only those that just arrived (CONVERGED_NOW):
-                            * a fused stage's MD part starting its systems */
+    int32_t entering_only; /* 1: only those that just arrived (MDF_SYS_ENTERED):
+                            * an MD stage starting a relaxation's systems */
 } mdf_velocity_args;
 
 /* Whether a velocity task draws for system s. */
 MDF_HD int mdf_velocity_wanted(const mdf_sys_info *s, int32_t status, int32_t entering_only)
 {
-    return s->status == status && (!entering_only || (s->flags & MDF_SYS_CONVERGED_NOW));
+    return s->status == status && (!entering_only || (s->flags & MDF_SYS_ENTERED));
 }
 
 MDF_HD uint64_t mdf_velocity_key(uint64_t seed, int64_t id)

@@ -37,6 +37,7 @@ extern "C" {
 #define MDF_SYSTEM_NONFINITE_FORCE 8
 #define MDF_SYSTEM_NONFINITE_ENERGY 16
 #define MDF_SYSTEM_BUDGET_EXIT     32  /* left a stage on its step budget, unconverged */
+#define MDF_SYSTEM_ENTERED         64  /* moved into its stage, not yet checked there */
 
 /* Parameters of every integrator and optimiser, in one struct so a stage's
  * configuration is plain data; each method reads its own part. Defaults
@@ -111,7 +112,7 @@ typedef struct mdf_stage_config {
                                 * stage even unconverged, flagged
                                 * MDF_SYSTEM_BUDGET_EXIT (default 0: none) */
     double entry_temperature_K; /* >= 0: systems arriving from the previous stage
-                                 * (CONVERGED_NOW, e.g. a relaxation before MD)
+                                 * (MDF_SYSTEM_ENTERED, e.g. a relaxation before MD)
                                  * get Maxwell-Boltzmann velocities at this
                                  * temperature (seed: params.seed); default -1: keep */
     mdf_dynamics_params params;
