@@ -50,7 +50,9 @@ typedef struct mdf_hook_ctx {
     starpu_data_handle_t token;  /* per-shard sequence token: host-side tasks take it RW */
     mdf_hook_point point;
     int64_t step;                /* the stage's step (0: starting evaluation) */
-    int64_t first_row;           /* batch index of the shard's first system */
+    int64_t first_row;           /* slot of the shard's first system (rows run over
+                                  * [0, batch sys_cap); a slot is the batch index
+                                  * in a batch without spare capacity) */
     int32_t status;              /* the (sub-)stage's systems */
     int32_t target;              /* where its converged systems go */
     mdf_run_control *ctl;

@@ -52,7 +52,7 @@ mdf_status mdf_rows_create(const mdf_batch *b, int keep, int64_t every, int wind
     if (!c) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a row collector");
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->emitted, NULL);
-    c->nsys = b->nsys;
+    c->nsys = b->sys_cap; /* rows are slots */
     c->nshards = b->nshards;
     c->keep = keep;
     c->every = every < 1 ? 1 : every;
@@ -77,7 +77,7 @@ mdf_status mdf_rows_create(const mdf_batch *b, int keep, int64_t every, int wind
     }
     if (!ok) {
         mdf_rows_destroy(c);
-        return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the rows of %zu systems", b->nsys);
+        return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the rows of %zu systems", b->sys_cap);
     }
     *out = c;
     return MDF_OK;
@@ -95,6 +95,8 @@ int mdf_rows_submit(mdf_rows *c, const mdf_hook_ctx *ctx)
         while (slot->remaining > 0) pthread_cond_wait(&c->emitted, &c->lock);
         slot->step = ctx->step;
         slot->remaining = c->nshards;
+        /* Rows are slots; spare ones (and those a refill emptied) hold nobody. */
+        memset(slot->present, 0, c->nsys);
         pthread_mutex_unlock(&c->lock);
     }
     mdf_host_view_args a = {.work = sh->nsys, .step = ctx->step, .first_row = ctx->first_row, .nsys = sh->nsys,

@@ -544,7 +544,8 @@ static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model
     for (int k = 0; k < n; k++) {
         starpu_vector_data_register(&r->tokens[k], STARPU_MAIN_RAM, (uintptr_t)&r->token_mem[k], 1, sizeof(int32_t));
         r->cens[k].step = -1;
-        r->first_row[k] = row;
+        /* Host-side hooks key their rows by slot: stable across refills. */
+        r->first_row[k] = b->shards[k].sys_off;
         row += b->shards[k].nsys;
     }
     mdf_status st = MDF_OK;

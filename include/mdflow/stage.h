@@ -25,6 +25,7 @@
 #include "mdflow/batch.h"
 #include "mdflow/model.h"
 #include "mdflow/hook.h"
+#include "mdflow/sampler.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -176,6 +177,37 @@ typedef struct mdf_stage_report {
  * hook that stops the run (NaN detector, drift monitor) makes this return
  * its error, naming systems, fields and step; what hooks wrote stays. */
 mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_report *report, mdf_error *err);
+
+/* ---- inflight batching ------------------------------------------------------ */
+
+/* Receives each system once, on the host: when it reaches the stage's exit
+ * status (v->status == mdf_stage_exit_status), or at the end of the run
+ * for systems that did not get there (max_steps, or an error). f is the
+ * system's final frame (info keys mdf_system_id, mdf_status, mdf_step),
+ * valid during the call. Return non-zero to stop the run (e.g. a write
+ * failed); the run then returns MDF_ERR_IO. */
+typedef int (*mdf_exit_fn)(void *user, const mdf_frame *f, const mdf_system_view *v);
+
+typedef struct mdf_inflight_config {
+    mdf_sampler *sampler;       /* the dataset (required) */
+    int64_t refill_interval;    /* steps between refills (default 10) */
+    int nshards;                /* shards of the batch (0: automatic) */
+    mdf_exit_fn on_exit;        /* may be NULL */
+    void *user;
+} mdf_inflight_config;
+
+void mdf_inflight_config_init(mdf_inflight_config *cfg);
+
+/* Runs a (fused) stage over a whole dataset with inflight batching. The
+ * batch is built from the sampler's first choice, with capacities set by
+ * the sampler's budgets. Every refill_interval steps, the systems that
+ * reached the exit status are handed to on_exit and replaced in place by
+ * new ones from the sampler, without re-registering the batch's handles.
+ * Each system keeps its id. The run ends when the sampler is exhausted and
+ * every system has exited, or after the stage's max_steps.
+ * report->converged counts the systems that exited. */
+mdf_status mdf_stage_run_inflight(mdf_stage *s, mdf_model *m, const mdf_inflight_config *cfg,
+                                  mdf_stage_report *report, mdf_error *err);
 
 /* Names of the integrators and optimisers (registry order). */
 size_t mdf_integrator_count(void);

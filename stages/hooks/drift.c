@@ -15,8 +15,9 @@ typedef struct drift_impl {
     mdf_drift_action action;
     FILE *warn_to;             /* NULL: stderr */
     mdf_run_control *ctl;
-    size_t nsys;
-    double *ref;               /* by batch index; NaN: not seen yet */
+    size_t nsys;               /* slots */
+    double *ref;               /* by slot; NaN: not seen yet */
+    int64_t *ref_id;           /* id of the system the slot's reference is for */
     unsigned char *warned;
 } drift_impl;
 
@@ -40,6 +41,11 @@ static void drift_view(void *user, const mdf_host_view_args *a, const mdf_sys_in
         size_t row = (size_t)(a->first_row + s);
         const mdf_sys_info *si = &sys[s];
         if (si->status != a->status || row >= impl->nsys) continue;
+        if (impl->ref_id[row] != si->id) { /* a refill put another system here */
+            impl->ref_id[row] = si->id;
+            impl->ref[row] = NAN;
+            impl->warned[row] = 0;
+        }
         if (isnan(impl->ref[row])) {
             impl->ref[row] = res[s].energy + res[s].kinetic + res[s].extra_energy;
             if (!isnan(impl->ref[row])) continue;
@@ -72,12 +78,18 @@ static mdf_status drift_begin(mdf_hook *h, const mdf_hook_begin *b, mdf_error *e
     drift_impl *impl = (drift_impl *)h->impl;
     impl->ctl = b->ctl;
     free(impl->ref);
+    free(impl->ref_id);
     free(impl->warned);
-    impl->nsys = b->b->nsys;
+    impl->nsys = b->b->sys_cap;
     impl->ref = malloc(sizeof *impl->ref * (impl->nsys ? impl->nsys : 1));
+    impl->ref_id = malloc(sizeof *impl->ref_id * (impl->nsys ? impl->nsys : 1));
     impl->warned = calloc(impl->nsys ? impl->nsys : 1, 1);
-    if (!impl->ref || !impl->warned) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the drift monitor");
-    for (size_t i = 0; i < impl->nsys; i++) impl->ref[i] = NAN;
+    if (!impl->ref || !impl->ref_id || !impl->warned)
+        return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the drift monitor");
+    for (size_t i = 0; i < impl->nsys; i++) {
+        impl->ref[i] = NAN;
+        impl->ref_id[i] = -1;
+    }
     return MDF_OK;
 }
 
@@ -95,6 +107,7 @@ static void drift_free(void *p)
     drift_impl *impl = (drift_impl *)p;
     if (impl) {
         free(impl->ref);
+        free(impl->ref_id);
         free(impl->warned);
     }
     free(impl);

@@ -188,7 +188,7 @@ static mdf_status log_begin(mdf_hook *h, const mdf_hook_begin *b, mdf_error *err
     L->failed = 0;
     L->ctl = b->ctl;
     free(L->buf);
-    L->buf = malloc(LOG_ROW_MAX * (b->b->nsys ? b->b->nsys : 1));
+    L->buf = malloc(LOG_ROW_MAX * (b->b->sys_cap ? b->b->sys_cap : 1));
     if (!L->buf) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the log of %zu systems", b->b->nsys);
     L->fp = fopen(L->tmp_path, "w");
     if (!L->fp)

@@ -19,8 +19,9 @@ typedef struct nan_impl {
     mdf_nan_action action;
     FILE *warn_to;            /* NULL: stderr */
     mdf_run_control *ctl;
-    size_t nsys;
-    unsigned char *reported;  /* by batch index: quarantine already reported */
+    size_t nsys;              /* slots */
+    int64_t *reported;        /* by slot: id + 1 of the system whose quarantine
+                               * was reported (a refill may reuse the slot) */
 } nan_impl;
 
 /* "positions, forces" from MDF_SYS_NONFINITE_* bits. */
@@ -73,8 +74,8 @@ static void report_quarantine(nan_impl *impl, const mdf_host_view_args *a, const
     for (int32_t s = 0; s < a->nsys; s++) {
         size_t row = (size_t)(a->first_row + s);
         if (sys[s].status != MDF_STATUS_FAILED || !(sys[s].flags & MDF_SYS_NONFINITE)) continue;
-        if (row >= impl->nsys || impl->reported[row]) continue;
-        impl->reported[row] = 1; /* rows of a shard belong to its tasks only: no lock */
+        if (row >= impl->nsys || impl->reported[row] == sys[s].id + 1) continue;
+        impl->reported[row] = sys[s].id + 1; /* rows of a shard belong to its tasks only: no lock */
         char fields[64];
         describe_fields(sys[s].flags, fields, sizeof fields);
         fprintf(out,
@@ -98,13 +99,15 @@ static mdf_status nan_begin(mdf_hook *h, const mdf_hook_begin *b, mdf_error *err
     nan_impl *impl = (nan_impl *)h->impl;
     impl->ctl = b->ctl;
     free(impl->reported);
-    impl->nsys = b->b->nsys;
-    impl->reported = calloc(impl->nsys ? impl->nsys : 1, 1);
+    impl->nsys = b->b->sys_cap;
+    impl->reported = calloc(impl->nsys ? impl->nsys : 1, sizeof *impl->reported);
     if (!impl->reported) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the NaN detector");
     /* Systems quarantined before this run (the batch is on the host now)
      * were reported then. */
-    for (size_t i = 0; i < impl->nsys; i++)
-        impl->reported[i] = b->b->sys[b->b->sys_slot[i]].status == MDF_STATUS_FAILED;
+    for (size_t i = 0; i < b->b->nsys; i++) {
+        const mdf_sys_info *si = &b->b->sys[b->b->sys_slot[i]];
+        if (si->status == MDF_STATUS_FAILED) impl->reported[b->b->sys_slot[i]] = si->id + 1;
+    }
     return MDF_OK;
 }
 
