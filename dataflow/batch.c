@@ -377,10 +377,15 @@ mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_b
     b->atom_cap = natoms + cfg.extra_atoms;
     b->nshards = cfg.nshards ? cfg.nshards : mdf_batch_default_shards(nframes, natoms);
     if ((size_t)b->nshards > nframes) b->nshards = (int)nframes;
+    if (cfg.shard_first) { /* equal capacities, given by the plan */
+        b->sys_cap = (size_t)b->nshards * (size_t)cfg.shard_sys_cap;
+        b->atom_cap = (int64_t)b->nshards * cfg.shard_atom_cap;
+    }
     mdf_status st = alloc_arrays(b, err);
     size_t *first = calloc((size_t)b->nshards + 1, sizeof *first);
     if (st == MDF_OK && !first) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard plan");
-    if (st == MDF_OK) plan_shards(frames, nframes, b->nshards, natoms, first);
+    if (st == MDF_OK && cfg.shard_first) memcpy(first, cfg.shard_first, sizeof *first * ((size_t)b->nshards + 1));
+    else if (st == MDF_OK) plan_shards(frames, nframes, b->nshards, natoms, first);
     /* Capacities and offsets first, so every system goes straight to its slot. */
     int64_t atom_off = 0, sys_off = 0;
     for (int k = 0; st == MDF_OK && k < b->nshards; k++) {
@@ -393,6 +398,14 @@ mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_b
         for (size_t i = first[k]; i < first[k + 1]; i++) sh->natoms += (int32_t)frames[i].natoms;
         sh->atom_cap = sh->natoms + (int32_t)share(cfg.extra_atoms, k, b->nshards);
         sh->sys_cap = sh->nsys + (int32_t)share(cfg.extra_systems, k, b->nshards);
+        if (cfg.shard_first) {
+            if (sh->natoms > cfg.shard_atom_cap || sh->nsys > cfg.shard_sys_cap || sh->nsys < 1)
+                st = mdf_error_set(err, MDF_ERR_INVALID, "shard %d's plan (%d systems, %d atoms) does not fit its "
+                                   "capacity (%lld systems, %lld atoms)", k, sh->nsys, sh->natoms,
+                                   (long long)cfg.shard_sys_cap, (long long)cfg.shard_atom_cap);
+            sh->atom_cap = (int32_t)cfg.shard_atom_cap;
+            sh->sys_cap = (int32_t)cfg.shard_sys_cap;
+        }
         atom_off += sh->atom_cap;
         sys_off += sh->sys_cap;
     }
@@ -403,6 +416,7 @@ mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_b
             int32_t local_sys = (int32_t)(i - first[k]);
             b->sys_slot[i] = sh->sys_off + local_sys;
             st = fill_system(b, &frames[i], i, sh, local_sys, local_atom, cfg.initial_status, err);
+            if (st == MDF_OK && cfg.ids) b->sys[b->sys_slot[i]].id = cfg.ids[i];
             local_atom += (int32_t)frames[i].natoms;
         }
     }
@@ -572,4 +586,149 @@ int mdf_batch_is_frozen(const mdf_batch *b, size_t i, int64_t atom)
     int64_t slot = b->sys_slot[i];
     if (atom < 0 || atom >= b->sys[slot].natoms) return 0;
     return (b->atoms[mdf_batch_slot_atom(b, slot) + atom].flags & MDF_ATOM_FROZEN) != 0;
+}
+
+/* ---- inflight refills ------------------------------------------------------- */
+
+mdf_status mdf_batch_check_frame(const mdf_frame *f, size_t index, mdf_error *err)
+{
+    mdf_sys_info s;
+    memset(&s, 0, sizeof s);
+    mdf_status st = set_geometry(f, index, &s, err);
+    if (st == MDF_OK) st = validate_frame(f, index, &s, err);
+    return st;
+}
+
+mdf_status mdf_batch_acquire_all(mdf_batch *b, mdf_error *err)
+{
+    for (int k = 0; k < b->nshards; k++) {
+        starpu_data_handle_t hs[MDF_SHARD_HANDLES];
+        shard_handles(&b->shards[k], hs);
+        for (int h = 0; h < MDF_SHARD_HANDLES; h++)
+            if (starpu_data_acquire(hs[h], STARPU_RW) != 0) {
+                /* Give back what was taken before failing. */
+                for (int g = h - 1; g >= 0; g--) starpu_data_release(hs[g]);
+                for (int j = k - 1; j >= 0; j--) {
+                    starpu_data_handle_t hj[MDF_SHARD_HANDLES];
+                    shard_handles(&b->shards[j], hj);
+                    for (int g = 0; g < MDF_SHARD_HANDLES; g++) starpu_data_release(hj[g]);
+                }
+                return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d for a refill", k);
+            }
+    }
+    return MDF_OK;
+}
+
+void mdf_batch_release_all(mdf_batch *b)
+{
+    for (int k = 0; k < b->nshards; k++) {
+        starpu_data_handle_t hs[MDF_SHARD_HANDLES];
+        shard_handles(&b->shards[k], hs);
+        for (int h = 0; h < MDF_SHARD_HANDLES; h++) starpu_data_release(hs[h]);
+    }
+}
+
+static void free_meta(mdf_sys_meta *m)
+{
+    for (size_t k = 0; k < m->ninfo; k++) {
+        free(m->info[k].key);
+        free(m->info[k].value);
+    }
+    free(m->info);
+    memset(m, 0, sizeof *m);
+}
+
+/* Moves local system s of shard sh to local index t starting at atom a0. */
+static void move_system(mdf_batch *b, mdf_shard *sh, int32_t s, int32_t t, int32_t a0)
+{
+    mdf_sys_info *from = &b->sys[sh->sys_off + s];
+    int64_t src = sh->atom_off + from->atom_start, dst = sh->atom_off + a0;
+    size_t n = (size_t)from->natoms;
+    if (src != dst) {
+        memmove(b->pos + 3 * dst, b->pos + 3 * src, sizeof(double) * 3 * n);
+        memmove(b->vel + 3 * dst, b->vel + 3 * src, sizeof(double) * 3 * n);
+        memmove(b->force + 3 * dst, b->force + 3 * src, sizeof(double) * 3 * n);
+        memmove(b->atoms + dst, b->atoms + src, sizeof(mdf_atom_info) * n);
+    }
+    for (size_t a = 0; a < n; a++) b->atoms[dst + (int64_t)a].sys = t;
+    if (s != t) {
+        b->sys[sh->sys_off + t] = *from;
+        b->res[sh->sys_off + t] = b->res[sh->sys_off + s];
+        b->state[sh->sys_off + t] = b->state[sh->sys_off + s];
+        b->meta[sh->sys_off + t] = b->meta[sh->sys_off + s];
+        memset(&b->meta[sh->sys_off + s], 0, sizeof(mdf_sys_meta));
+    }
+    b->sys[sh->sys_off + t].atom_start = a0;
+}
+
+/* Batch indices in shard order, after systems came or went. */
+static void renumber(mdf_batch *b)
+{
+    size_t i = 0;
+    int64_t atoms = 0;
+    for (int k = 0; k < b->nshards; k++) {
+        const mdf_shard *sh = &b->shards[k];
+        for (int32_t s = 0; s < sh->nsys; s++) b->sys_slot[i++] = sh->sys_off + s;
+        atoms += sh->natoms;
+    }
+    b->nsys = i;
+    b->natoms = atoms;
+}
+
+void mdf_batch_remove_done(mdf_batch *b, int (*done)(int32_t status, void *user), void *user)
+{
+    for (int k = 0; k < b->nshards; k++) {
+        mdf_shard *sh = &b->shards[k];
+        int32_t t = 0, a0 = 0;
+        for (int32_t s = 0; s < sh->nsys; s++) {
+            mdf_sys_info *si = &b->sys[sh->sys_off + s];
+            if (done(si->status, user)) {
+                free_meta(&b->meta[sh->sys_off + s]);
+                continue;
+            }
+            int32_t natoms = si->natoms;
+            move_system(b, sh, s, t, a0);
+            t++;
+            a0 += natoms;
+        }
+        /* Empty slots hold nothing a task could mistake for a system. */
+        for (int32_t s = t; s < sh->nsys; s++) {
+            memset(&b->sys[sh->sys_off + s], 0, sizeof(mdf_sys_info));
+            memset(&b->res[sh->sys_off + s], 0, sizeof(mdf_sys_result));
+            memset(&b->state[sh->sys_off + s], 0, sizeof(mdf_sys_state));
+        }
+        sh->nsys = t;
+        sh->natoms = a0;
+    }
+    renumber(b);
+}
+
+void mdf_batch_shard_room(const mdf_batch *b, int k, int64_t *atoms, int64_t *systems)
+{
+    const mdf_shard *sh = &b->shards[k];
+    *atoms = sh->atom_cap - sh->natoms;
+    *systems = sh->sys_cap - sh->nsys;
+}
+
+mdf_status mdf_batch_append(mdf_batch *b, int k, const mdf_frame *f, size_t index, int64_t id, int32_t status,
+                            int32_t flags, mdf_error *err)
+{
+    mdf_shard *sh = &b->shards[k];
+    if (sh->natoms + f->natoms > sh->atom_cap || sh->nsys >= sh->sys_cap)
+        return mdf_error_set(err, MDF_ERR_INVALID, "shard %d has no room for system %zu (%lld atoms)", k, index,
+                             (long long)f->natoms);
+    int32_t local = sh->nsys;
+    size_t slot = (size_t)sh->sys_off + (size_t)local;
+    memset(&b->sys[slot], 0, sizeof(mdf_sys_info));
+    memset(&b->res[slot], 0, sizeof(mdf_sys_result));
+    memset(&b->state[slot], 0, sizeof(mdf_sys_state));
+    free_meta(&b->meta[slot]);
+    mdf_status st = fill_system(b, f, index, sh, local, sh->natoms, status, err);
+    if (st != MDF_OK) return st;
+    b->sys[slot].id = id;
+    b->sys[slot].flags = flags;
+    sh->nsys++;
+    sh->natoms += (int32_t)f->natoms;
+    renumber(b);
+    return MDF_OK;
 }

@@ -42,6 +42,25 @@ struct mdf_batch {
     mdf_shard *shards;
 };
 
+/* ---- inflight refills (host side) ------------------------------------------ */
+
+/* Acquires every handle of every shard RW: StarPU waits for the tasks that
+ * use them; the host arrays are then current and may be changed. */
+mdf_status mdf_batch_acquire_all(mdf_batch *b, mdf_error *err);
+void mdf_batch_release_all(mdf_batch *b);
+/* With the batch acquired: removes every system for which done(status) is
+ * true, compacting each shard; batch indices are renumbered (shard order).
+ * Slots and handles stay. */
+void mdf_batch_remove_done(mdf_batch *b, int (*done)(int32_t status, void *user), void *user);
+/* Free room of shard k: atoms and system slots. */
+void mdf_batch_shard_room(const mdf_batch *b, int k, int64_t *atoms, int64_t *systems);
+/* With the batch acquired: appends frame f to shard k (which has room) with
+ * the given id, status and flags, validated as mdf_batch_create does. */
+mdf_status mdf_batch_append(mdf_batch *b, int k, const mdf_frame *f, size_t index, int64_t id, int32_t status,
+                            int32_t flags, mdf_error *err);
+/* Validates a frame as mdf_batch_create does (index names it in messages). */
+mdf_status mdf_batch_check_frame(const mdf_frame *f, size_t index, mdf_error *err);
+
 /* Shard holding slot `slot` (shards are few; a linear scan is enough). */
 static inline const mdf_shard *mdf_batch_slot_shard(const struct mdf_batch *b, int64_t slot)
 {

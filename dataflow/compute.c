@@ -331,3 +331,29 @@ int64_t mdf_compute_system_rebuilds(mdf_compute *c, size_t i)
     starpu_data_release(w->bins);
     return n;
 }
+
+mdf_status mdf_compute_check_frame(const mdf_model *m, double skin, const mdf_frame *f, size_t index, int64_t id,
+                                   mdf_error *err)
+{
+    for (int64_t a = 0; a < f->natoms; a++) {
+        int z = f->numbers[a];
+        if (!mdf_model_has_element(m, z))
+            return mdf_error_set(err, MDF_ERR_INVALID,
+                                 "system %zu (id %lld), atom %lld: element %s (Z=%d) has no parameters in the %s model: "
+                                 "add it to the model's species",
+                                 index, (long long)id, (long long)a, mdf_element_symbol(z), z, mdf_model_name(m));
+    }
+    double inv[9];
+    if (!f->has_cell || !mdf_inv3(f->cell, inv)) return MDF_OK;
+    double r_list = mdf_model_cutoff(m) + skin;
+    for (int k = 0; k < 3; k++) {
+        if (!f->pbc[k]) continue;
+        double width = mdf_perpendicular_width(inv, k);
+        if (r_list > 0.5 * width)
+            return mdf_error_set(err, MDF_ERR_INVALID,
+                                 "system %zu (id %lld): cutoff + skin = %g Å exceeds half the periodic width (%g Å) "
+                                 "along lattice vector %d: use cutoff + skin <= %g Å, or replicate the cell",
+                                 index, (long long)id, r_list, width, k + 1, 0.5 * width);
+    }
+    return MDF_OK;
+}

@@ -43,6 +43,12 @@ typedef struct mdf_compute_stats {
     int nchunks;
 } mdf_compute_stats;
 mdf_status mdf_compute_get_stats(mdf_compute *c, mdf_compute_stats *out, mdf_error *err);
+/* Whether a frame can be evaluated by model m with lists of this skin
+ * (elements known, cutoff + skin within half of every periodic width): the
+ * check mdf_compute_create makes, before a frame enters a batch. */
+mdf_status mdf_compute_check_frame(const mdf_model *m, double skin, const mdf_frame *f, size_t index, int64_t id,
+                                   mdf_error *err);
+
 /* Rebuild counter of one system (batch order), after a sync. */
 int64_t mdf_compute_system_rebuilds(mdf_compute *c, size_t i);
 

@@ -17,6 +17,7 @@
 #include <time.h>
 #include "integrator.h"
 #include "hook_internal.h"
+#include "inflight.h"
 #include "mdflow/units.h"
 #include "../dataflow/compute.h"
 #include "../codelets/converge/converge_codelet.h"
@@ -274,7 +275,11 @@ typedef struct census {
 typedef struct stage_run {
     mdf_stage *s;
     mdf_batch *b;
+    mdf_model *m;
     mdf_compute *c;
+    mdf_inflight *in;               /* inflight batching, or NULL */
+    int64_t evaluations_before;     /* of the computes a refill replaced */
+    int64_t rebuilds_before;
     mdf_run_control ctl;
     int32_t lo, hi;                 /* statuses of the first and last part */
     int any_checks;                 /* some part has criteria or a budget */
@@ -341,12 +346,12 @@ static mdf_status submit_point(stage_run *r, int k, mdf_hook_point point, int64_
     return st;
 }
 
-static mdf_status submit_converge(stage_run *r, int k, mdf_error *err)
+static mdf_status submit_converge(stage_run *r, int k, int only_entered, mdf_error *err)
 {
     const mdf_shard *sh = &r->b->shards[k];
     mdf_stage *s = r->s;
     mdf_converge_args a = {.work = sh->natoms, .nsys = sh->nsys, .lo = r->lo, .nparts = s->nparts,
-                           .apply = r->any_checks};
+                           .apply = r->any_checks, .only_entered = only_entered};
     for (int p = 0; p < s->nparts; p++) {
         a.part[p] = s->parts[p].crit;
         a.part[p].target = s->parts[p].cfg.converged_status;
@@ -451,7 +456,7 @@ static mdf_status submit_step(stage_run *r, int64_t step, int flags, int check, 
         /* One model evaluation for the systems of every part. */
         if (st == MDF_OK) st = mdf_compute_submit(r->c, k, flags, err);
         if (st == MDF_OK) st = submit_second_half(r, k, step, err);
-        if (st == MDF_OK && check) st = submit_converge(r, k, err);
+        if (st == MDF_OK && check) st = submit_converge(r, k, 0, err);
         if (st == MDF_OK) st = submit_point(r, k, MDF_ON_CONVERGE, step, err);
         if (st == MDF_OK) st = submit_point(r, k, MDF_AFTER_STEP, step, err);
     }
@@ -475,7 +480,7 @@ static mdf_status submit_start(stage_run *r, int flags, mdf_error *err)
                 st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit kinetic energies");
         }
         for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) st = submit_entries(r, p, k, err);
-        if (st == MDF_OK) st = submit_converge(r, k, err);
+        if (st == MDF_OK) st = submit_converge(r, k, 0, err);
         if (st == MDF_OK) st = submit_point(r, k, MDF_ON_CONVERGE, 0, err);
         if (st == MDF_OK) st = submit_point(r, k, MDF_AFTER_STEP, 0, err);
         if (st == MDF_OK && r->any_checks) st = submit_census(r, k, 0, err);
@@ -524,11 +529,26 @@ static mdf_status begin_hooks(stage_run *r, int p, mdf_error *err)
     return st;
 }
 
+/* The model pipeline over the stage's statuses (again after each refill:
+ * its chunks follow the systems in place). */
+static mdf_status create_compute(stage_run *r, mdf_error *err)
+{
+    const mdf_stage_config *run = &r->s->parts[0].cfg;
+    mdf_compute_config cc;
+    mdf_compute_config_init(&cc);
+    cc.skin = run->skin;
+    cc.chunk_atoms = run->chunk_atoms;
+    cc.status_lo = r->lo;
+    cc.status_hi = r->hi;
+    return mdf_compute_create(r->b, r->m, &cc, &r->c, err);
+}
+
 static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_error *err)
 {
     memset(r, 0, sizeof *r);
     r->s = s;
     r->b = b;
+    r->m = m;
     r->lo = s->parts[0].cfg.status;
     r->hi = s->parts[s->nparts - 1].cfg.status;
     for (int p = 0; p < s->nparts; p++) r->any_checks |= part_checks(&s->parts[p]);
@@ -550,14 +570,7 @@ static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model
     }
     mdf_status st = MDF_OK;
     for (int p = 0; st == MDF_OK && p < s->nparts; p++) st = create_workspaces(r, p, err);
-    const mdf_stage_config *run = &s->parts[0].cfg;
-    mdf_compute_config cc;
-    mdf_compute_config_init(&cc);
-    cc.skin = run->skin;
-    cc.chunk_atoms = run->chunk_atoms;
-    cc.status_lo = r->lo;
-    cc.status_hi = r->hi;
-    if (st == MDF_OK) st = mdf_compute_create(b, m, &cc, &r->c, err);
+    if (st == MDF_OK) st = create_compute(r, err);
     for (int p = 0; st == MDF_OK && p < s->nparts; p++) st = begin_hooks(r, p, err);
     return st;
 }
@@ -646,10 +659,10 @@ static void fill_report(stage_run *r, int64_t steps, double wall, int64_t atoms0
                         mdf_stage_report *report)
 {
     report->steps = steps;
-    report->model_evaluations = mdf_compute_evaluations(r->c);
+    report->model_evaluations = r->evaluations_before + mdf_compute_evaluations(r->c);
     mdf_compute_stats cs;
     if (mdf_compute_get_stats(r->c, &cs, NULL) == MDF_OK) {
-        report->list_rebuilds = cs.rebuilds;
+        report->list_rebuilds = r->rebuilds_before + cs.rebuilds;
         report->overflowed_atoms = cs.overflowed_atoms;
         report->max_neighbours = cs.max_neighbours;
         report->list_slots = cs.slots;
@@ -664,6 +677,50 @@ static void fill_report(stage_run *r, int64_t steps, double wall, int64_t atoms0
     report->nshards = r->b->nshards;
 }
 
+/* Step 0 of the systems a refill brought in: the model (for everyone at
+ * unchanged positions: the same forces), entry velocities, and the first
+ * convergence check of the newcomers only. */
+static mdf_status submit_refill_start(stage_run *r, mdf_error *err)
+{
+    mdf_status st = MDF_OK;
+    for (int k = 0; st == MDF_OK && k < r->b->nshards; k++) {
+        st = mdf_compute_submit(r->c, k, MDF_COMPUTE_VIRIAL, err);
+        for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) st = submit_entries(r, p, k, err);
+        if (st == MDF_OK) st = submit_converge(r, k, 1, err);
+    }
+    return st;
+}
+
+/* Hands finished systems out and brings new ones in: a synchronisation point
+ * every refill_interval steps (the batch's handles stay registered). */
+static mdf_status refill_now(stage_run *r, int64_t step, mdf_error *err)
+{
+    starpu_task_wait_for_all();
+    mdf_compute_stats cs;
+    if (mdf_compute_get_stats(r->c, &cs, NULL) == MDF_OK) r->rebuilds_before += cs.rebuilds;
+    r->evaluations_before += mdf_compute_evaluations(r->c);
+    mdf_compute_destroy(r->c);
+    r->c = NULL;
+    size_t added = 0;
+    mdf_status st = mdf_inflight_refill(r->in, r->b, r->lo, r->hi, &added, err);
+    if (st == MDF_OK) st = create_compute(r, err);
+    pthread_mutex_lock(&r->ctl.lock);
+    for (int k = 0; k < r->b->nshards; k++) r->cens[k].step = -1;
+    pthread_mutex_unlock(&r->ctl.lock);
+    if (st == MDF_OK && added) st = submit_refill_start(r, err);
+    /* Learn at once whether anything is left. */
+    for (int k = 0; st == MDF_OK && k < r->b->nshards; k++) st = submit_census(r, k, step, err);
+    return st;
+}
+
+static int refill_due(stage_run *r, int64_t step)
+{
+    if (!r->in || step <= 1) return 0;
+    if ((step - 1) % mdf_inflight_interval(r->in) == 0) return 1;
+    /* Nobody left to move while the dataset still has systems: refill now. */
+    return !mdf_inflight_exhausted(r->in) && r->any_checks && nothing_left(r);
+}
+
 static int run_needs_virial(const mdf_stage *s)
 {
     for (int p = 0; p < s->nparts; p++)
@@ -671,7 +728,8 @@ static int run_needs_virial(const mdf_stage *s)
     return 0;
 }
 
-mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_report *report, mdf_error *err)
+static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflight *in, mdf_stage_report *report,
+                            mdf_error *err)
 {
     if (report) memset(report, 0, sizeof *report);
     /* Statuses and sizes on the host: a wait at the start of a run, never per step. */
@@ -684,6 +742,7 @@ mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_rep
     if (st != MDF_OK) return st;
     stage_run r;
     st = create_run(&r, s, b, m, err);
+    r.in = in;
     const mdf_stage_config *run = &s->parts[0].cfg;
     int needs_virial = run_needs_virial(s);
     double t0 = now_seconds();
@@ -692,7 +751,13 @@ mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_rep
     int64_t step = 0;
     for (step = 1; st == MDF_OK && step <= s->max_steps; step++) {
         if (r.ctl.stop) break;
-        if (r.any_checks && nothing_left(&r)) break;
+        if (refill_due(&r, step)) {
+            st = refill_now(&r, step - 1, err);
+            if (st != MDF_OK) break;
+            /* The census just submitted must answer before "nobody left" counts. */
+            if (r.any_checks && mdf_inflight_exhausted(in)) starpu_task_wait_for_all();
+        }
+        if (r.any_checks && nothing_left(&r) && (!in || mdf_inflight_exhausted(in))) break;
         int before = starpu_task_nsubmitted();
         unsigned needs = hook_needs(s, step);
         int flags = needs_virial || (needs & MDF_HOOK_NEEDS_VIRIAL) || step == s->max_steps ? MDF_COMPUTE_VIRIAL : 0;
@@ -717,5 +782,42 @@ mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_rep
     if (report && r.c) fill_report(&r, steps_done, wall, atoms0, exit0, flagged0, report);
     mdf_status end = destroy_run(&r, st == MDF_OK ? err : NULL);
     if (st == MDF_OK) st = end;
+    return st;
+}
+
+mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_report *report, mdf_error *err)
+{
+    return run_stage(s, b, m, NULL, report, err);
+}
+
+mdf_status mdf_stage_run_inflight(mdf_stage *s, mdf_model *m, const mdf_inflight_config *cfg,
+                                  mdf_stage_report *report, mdf_error *err)
+{
+    if (report) memset(report, 0, sizeof *report);
+    mdf_batch *b = NULL;
+    mdf_inflight *in = NULL;
+    const stage_part *first = &s->parts[0];
+    mdf_status st = mdf_inflight_create(cfg, m, first->cfg.skin, first->cfg.status, mdf_stage_exit_status(s), &b, &in,
+                                        err);
+    if (st != MDF_OK) return st;
+    mdf_stage_report rep;
+    st = run_stage(s, b, m, in, &rep, err);
+    /* Everything still in the batch goes out, finished or not, also after an
+     * error (what was done is not lost). */
+    mdf_error fin_err;
+    mdf_error_clear(&fin_err);
+    mdf_status fin = mdf_batch_sync(b, &fin_err);
+    if (fin == MDF_OK) fin = mdf_inflight_finish(in, b, &fin_err);
+    if (st == MDF_OK && fin != MDF_OK) {
+        st = fin;
+        if (err) *err = fin_err;
+    }
+    if (report) {
+        *report = rep;
+        report->converged = mdf_inflight_exited(in, &report->budget_exits);
+        report->remaining = (int64_t)mdf_sampler_size(cfg->sampler) - report->converged;
+    }
+    mdf_inflight_destroy(in);
+    mdf_batch_destroy(b);
     return st;
 }

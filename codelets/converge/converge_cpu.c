@@ -10,7 +10,7 @@ void mdf_converge_cpu(void *buffers[], void *cl_arg)
     mdf_sys_state *state = (mdf_sys_state *)STARPU_VECTOR_GET_PTR(buffers[3]);
     for (int32_t s = 0; s < a->nsys; s++) {
         sys[s].flags &= ~MDF_SYS_CONVERGED_NOW;
-        const mdf_converge_part *part = mdf_converge_part_of(a, sys[s].status);
+        const mdf_converge_part *part = mdf_converge_part_of(a, &sys[s]);
         if (!part) continue;
         double m2 = 0.0;
         int32_t a1 = sys[s].atom_start + sys[s].natoms;

@@ -10,7 +10,7 @@ __global__ void converge_kernel(const double *f, mdf_sys_info *sys, mdf_sys_resu
     __shared__ double scratch[MDF_SYS_BLOCK];
     mdf_sys_info *s = &sys[blockIdx.x];
     /* Every thread reads the status before thread 0 may change it. */
-    const mdf_converge_part *part = mdf_converge_part_of(&a, s->status);
+    const mdf_converge_part *part = mdf_converge_part_of(&a, s);
     __syncthreads();
     if (threadIdx.x == 0) s->flags &= ~MDF_SYS_CONVERGED_NOW;
     if (!part) return; /* uniform across the block */

@@ -35,14 +35,20 @@ typedef struct mdf_converge_args {
                             * lo + i is checked against part[i] */
     int32_t nparts;
     int32_t apply;         /* 0: only measure fmax and the energy */
+    int32_t only_entered;  /* 1: only systems flagged ENTERED (the step 0 of
+                            * systems a refill just brought in; the others'
+                            * energy history stays untouched) */
+    int32_t pad_;
     mdf_converge_part part[MDF_CONVERGE_PARTS];
 } mdf_converge_args;
 
-/* The part that checks a system, or NULL if its status is not served. */
-MDF_HD const mdf_converge_part *mdf_converge_part_of(const mdf_converge_args *a, int32_t status)
+/* The part that checks a system, or NULL if it is not checked this time. */
+MDF_HD const mdf_converge_part *mdf_converge_part_of(const mdf_converge_args *a, const mdf_sys_info *s)
 {
-    int32_t i = status - a->lo;
-    return i >= 0 && i < a->nparts ? &a->part[i] : (const mdf_converge_part *)0;
+    int32_t i = s->status - a->lo;
+    if (i < 0 || i >= a->nparts) return (const mdf_converge_part *)0;
+    if (a->only_entered && !(s->flags & MDF_SYS_ENTERED)) return (const mdf_converge_part *)0;
+    return &a->part[i];
 }
 
 /* Squared norm of one atom's force. */

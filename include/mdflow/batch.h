@@ -30,6 +30,14 @@ typedef struct mdf_batch_config {
     int64_t extra_systems;
     /* Status every system starts with. */
     int32_t initial_status;
+    /* Ids of the systems (NULL: each frame's "mdf_system_id", else its index). */
+    const int64_t *ids;
+    /* An explicit plan (inflight batching): frames [shard_first[k],
+     * shard_first[k+1]) go to shard k (nshards entries + 1, nshards given),
+     * and every shard gets shard_atom_cap atoms and shard_sys_cap systems of
+     * capacity (extra_atoms/extra_systems are then ignored). */
+    const size_t *shard_first;
+    int64_t shard_atom_cap, shard_sys_cap;
 } mdf_batch_config;
 
 /* Fills cfg with the defaults (auto shards, exact fit, status 0). */

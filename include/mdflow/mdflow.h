@@ -10,6 +10,7 @@
 #include "mdflow/batch.h"
 #include "mdflow/model.h"
 #include "mdflow/hook.h"
+#include "mdflow/sampler.h"
 #include "mdflow/stage.h"
 #include "mdflow/md.h"
 #include "mdflow/runtime.h"

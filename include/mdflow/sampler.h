@@ -43,6 +43,7 @@ mdf_status mdf_sampler_create(const mdf_frame *frames, size_t n, const mdf_sampl
 void mdf_sampler_destroy(mdf_sampler *s);
 
 size_t mdf_sampler_size(const mdf_sampler *s);       /* systems in the dataset */
+mdf_sampler_config mdf_sampler_get_config(const mdf_sampler *s);
 size_t mdf_sampler_remaining(const mdf_sampler *s);  /* not yet taken */
 int64_t mdf_sampler_atoms(const mdf_sampler *s, size_t i);
 int64_t mdf_sampler_pairs(const mdf_sampler *s, size_t i);

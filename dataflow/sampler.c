@@ -1,0 +1,180 @@
+/* mdflow — the size-aware sampler of inflight batching. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mdflow/sampler.h"
+#include "../codelets/nlist/nlist_kernel.h"
+
+struct mdf_sampler {
+    const mdf_frame *frames;
+    size_t n;
+    mdf_sampler_config cfg;
+    int64_t *atoms, *pairs;
+    unsigned char *taken;
+    size_t oldest;       /* no waiting system before this index */
+    size_t remaining;
+};
+
+void mdf_sampler_config_init(mdf_sampler_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+}
+
+/* Pairs of atoms closer than rc, each pair once, through the nearest periodic
+ * image (unique while rc is at most half of every periodic width, which the
+ * model's own check asks anyway). O(N²): done once per system. */
+static int64_t count_pairs(const mdf_frame *f, double rc)
+{
+    double inv[9] = {0};
+    int periodic = f->has_cell && (f->pbc[0] || f->pbc[1] || f->pbc[2]);
+    if (periodic && !mdf_inv3(f->cell, inv)) periodic = 0; /* batches refuse such cells */
+    int64_t n = 0;
+    double rc2 = rc * rc;
+    for (int64_t i = 0; i < f->natoms; i++)
+        for (int64_t j = i + 1; j < f->natoms; j++) {
+            double d[3];
+            for (int k = 0; k < 3; k++) d[k] = f->positions[3 * j + k] - f->positions[3 * i + k];
+            if (periodic) {
+                double s[3];
+                mdf_vec_mat(d, inv, s);
+                for (int k = 0; k < 3; k++)
+                    if (f->pbc[k]) s[k] -= nearbyint(s[k]);
+                mdf_vec_mat(s, f->cell, d);
+            }
+            n += d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < rc2;
+        }
+    return n;
+}
+
+static mdf_status check_config(const mdf_sampler_config *c, mdf_error *err)
+{
+    if (c->max_atoms <= 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "the sampler needs an atom budget: max_atoms must be > 0");
+    if (c->max_pairs < 0 || c->max_systems < 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "max_pairs and max_systems must be >= 0 (0: no limit)");
+    if (c->max_pairs > 0 && !(c->pair_cutoff > 0.0))
+        return mdf_error_set(err, MDF_ERR_INVALID, "a pair budget (max_pairs %lld) needs pair_cutoff > 0 Å",
+                             (long long)c->max_pairs);
+    return MDF_OK;
+}
+
+static long long frame_id(const mdf_frame *f, size_t i)
+{
+    const char *id = mdf_frame_get_info(f, "mdf_system_id");
+    return id ? strtoll(id, NULL, 10) : (long long)i;
+}
+
+/* A system that could never be in flight is refused now, not after hours. */
+static mdf_status check_fits(const mdf_sampler *s, size_t i, mdf_error *err)
+{
+    const mdf_sampler_config *c = &s->cfg;
+    if (s->atoms[i] >= c->max_atoms)
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "system %zu (id %lld) has %lld atoms: the atoms in flight must stay below the budget "
+                             "max_atoms = %lld: raise max_atoms above %lld or leave the system out",
+                             i, frame_id(&s->frames[i], i), (long long)s->atoms[i], (long long)c->max_atoms,
+                             (long long)s->atoms[i]);
+    if (c->max_pairs > 0 && s->pairs[i] >= c->max_pairs)
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "system %zu (id %lld) has %lld neighbour pairs within %g Å: the pairs in flight must "
+                             "stay below the budget max_pairs = %lld: raise max_pairs above %lld or leave the system out",
+                             i, frame_id(&s->frames[i], i), (long long)s->pairs[i], c->pair_cutoff,
+                             (long long)c->max_pairs, (long long)s->pairs[i]);
+    return MDF_OK;
+}
+
+mdf_status mdf_sampler_create(const mdf_frame *frames, size_t n, const mdf_sampler_config *cfg, mdf_sampler **out,
+                              mdf_error *err)
+{
+    *out = NULL;
+    mdf_status st = check_config(cfg, err);
+    if (st != MDF_OK) return st;
+    if (n == 0) return mdf_error_set(err, MDF_ERR_INVALID, "the sampler's dataset is empty: give at least one structure");
+    mdf_sampler *s = calloc(1, sizeof *s);
+    if (!s) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a sampler");
+    s->frames = frames;
+    s->n = s->remaining = n;
+    s->cfg = *cfg;
+    s->atoms = calloc(n, sizeof *s->atoms);
+    s->pairs = calloc(n, sizeof *s->pairs);
+    s->taken = calloc(n, 1);
+    if (!s->atoms || !s->pairs || !s->taken) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a sampler of %zu systems", n);
+    for (size_t i = 0; st == MDF_OK && i < n; i++) {
+        s->atoms[i] = frames[i].natoms;
+        s->pairs[i] = cfg->pair_cutoff > 0.0 ? count_pairs(&frames[i], cfg->pair_cutoff) : 0;
+        st = check_fits(s, i, err);
+    }
+    if (st != MDF_OK) {
+        mdf_sampler_destroy(s);
+        return st;
+    }
+    *out = s;
+    return MDF_OK;
+}
+
+void mdf_sampler_destroy(mdf_sampler *s)
+{
+    if (!s) return;
+    free(s->atoms);
+    free(s->pairs);
+    free(s->taken);
+    free(s);
+}
+
+size_t mdf_sampler_size(const mdf_sampler *s) { return s->n; }
+mdf_sampler_config mdf_sampler_get_config(const mdf_sampler *s) { return s->cfg; }
+size_t mdf_sampler_remaining(const mdf_sampler *s) { return s->remaining; }
+int64_t mdf_sampler_atoms(const mdf_sampler *s, size_t i) { return i < s->n ? s->atoms[i] : 0; }
+int64_t mdf_sampler_pairs(const mdf_sampler *s, size_t i) { return i < s->n ? s->pairs[i] : 0; }
+const mdf_frame *mdf_sampler_frame(const mdf_sampler *s, size_t i) { return i < s->n ? &s->frames[i] : NULL; }
+
+typedef struct room {
+    int64_t atoms, pairs, systems; /* negative: unlimited */
+} room;
+
+/* Atoms and pairs must stay below the budget; systems may reach it. */
+static int fits(const mdf_sampler *s, size_t i, const room *r)
+{
+    if (r->atoms >= 0 && s->atoms[i] >= r->atoms) return 0;
+    if (r->pairs >= 0 && s->cfg.max_pairs > 0 && s->pairs[i] >= r->pairs) return 0;
+    if (r->systems >= 0 && r->systems < 1) return 0;
+    return 1;
+}
+
+static void take_one(mdf_sampler *s, size_t i, room *r)
+{
+    s->taken[i] = 1;
+    s->remaining--;
+    if (r->atoms >= 0) r->atoms -= s->atoms[i];
+    if (r->pairs >= 0) r->pairs -= s->pairs[i];
+    if (r->systems >= 0) r->systems -= 1;
+    while (s->oldest < s->n && s->taken[s->oldest]) s->oldest++;
+}
+
+/* The largest waiting system that fits (the earliest among equals), or n. */
+static size_t largest_fitting(const mdf_sampler *s, const room *r)
+{
+    size_t best = s->n;
+    for (size_t i = s->oldest; i < s->n; i++)
+        if (!s->taken[i] && fits(s, i, r) && (best == s->n || s->atoms[i] > s->atoms[best])) best = i;
+    return best;
+}
+
+size_t mdf_sampler_take(mdf_sampler *s, int64_t free_atoms, int64_t free_pairs, int64_t free_systems, size_t *out,
+                        size_t max_out)
+{
+    room r = {.atoms = free_atoms, .pairs = free_pairs, .systems = free_systems};
+    size_t n = 0;
+    /* The oldest first, so that no system waits for ever behind smaller ones:
+     * if it does not fit yet, nothing is taken until enough room is free. */
+    if (n >= max_out || s->oldest >= s->n || !fits(s, s->oldest, &r)) return 0;
+    out[n++] = s->oldest;
+    take_one(s, s->oldest, &r);
+    while (n < max_out) {
+        size_t i = largest_fitting(s, &r);
+        if (i == s->n) break;
+        out[n++] = i;
+        take_one(s, i, &r);
+    }
+    return n;
+}
