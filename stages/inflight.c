@@ -49,6 +49,8 @@ static int64_t system_capacity(const mdf_sampler *s, const mdf_sampler_config *c
     if (smallest < 1) smallest = 1;
     int64_t by_atoms = (c->max_atoms - 1) / smallest;
     if (by_atoms < 1) by_atoms = 1;
+    /* Never more slots than the dataset has systems. */
+    if (by_atoms > (int64_t)mdf_sampler_size(s)) by_atoms = (int64_t)mdf_sampler_size(s);
     return c->max_systems > 0 && c->max_systems < by_atoms ? c->max_systems : by_atoms;
 }
 
@@ -152,6 +154,11 @@ mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *
         return mdf_error_set(err, MDF_ERR_INVALID, "refill_interval %lld must be >= 1 step",
                              (long long)cfg->refill_interval);
     if (cfg->nshards < 0) return mdf_error_set(err, MDF_ERR_INVALID, "the shard count must be >= 0 (0: automatic)");
+    mdf_sampler_config budgets = mdf_sampler_get_config(cfg->sampler);
+    if (budgets.max_atoms > ((int64_t)1 << 26))
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "max_atoms %lld exceeds what one batch holds (%lld atoms): lower the atom budget",
+                             (long long)budgets.max_atoms, (long long)1 << 26);
     mdf_status st = check_dataset(cfg->sampler, m, skin, err);
     if (st != MDF_OK) return st;
     mdf_inflight *in = calloc(1, sizeof *in);
