@@ -8,7 +8,7 @@
 set -euo pipefail
 
 build_pkgs=(build-essential autoconf automake libtool pkg-config
-            libstarpu-dev libhwloc-dev libhdf5-dev)
+            libstarpu-dev libhwloc-dev libhdf5-dev libyaml-dev)
 test_pkgs=(libcmocka-dev lammps python3-ase python3-numpy valgrind)
 
 pkgs=("${build_pkgs[@]}")

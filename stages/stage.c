@@ -280,6 +280,9 @@ typedef struct stage_run {
     mdf_inflight *in;               /* inflight batching, or NULL */
     int64_t evaluations_before;     /* of the computes a refill replaced */
     int64_t rebuilds_before;
+    int64_t overflowed_max;         /* the largest figures any of them saw */
+    int32_t neighbours_max, slots;
+    int chunks_max;
     mdf_run_control ctl;
     int32_t lo, hi;                 /* statuses of the first and last part */
     int any_checks;                 /* some part has criteria or a budget */
@@ -291,6 +294,8 @@ typedef struct stage_run {
     int64_t *first_row;             /* batch index of each shard's first system */
     int begun_hooks[MDF_CONVERGE_PARTS];
 } stage_run;
+
+static void fold_compute_stats(stage_run *r);
 
 static double now_seconds(void)
 {
@@ -659,15 +664,13 @@ static void fill_report(stage_run *r, int64_t steps, double wall, int64_t atoms0
                         mdf_stage_report *report)
 {
     report->steps = steps;
-    report->model_evaluations = r->evaluations_before + mdf_compute_evaluations(r->c);
-    mdf_compute_stats cs;
-    if (mdf_compute_get_stats(r->c, &cs, NULL) == MDF_OK) {
-        report->list_rebuilds = r->rebuilds_before + cs.rebuilds;
-        report->overflowed_atoms = cs.overflowed_atoms;
-        report->max_neighbours = cs.max_neighbours;
-        report->list_slots = cs.slots;
-        report->nchunks = cs.nchunks;
-    }
+    fold_compute_stats(r);
+    report->model_evaluations = r->evaluations_before;
+    report->list_rebuilds = r->rebuilds_before;
+    report->overflowed_atoms = r->overflowed_max;
+    report->max_neighbours = r->neighbours_max;
+    report->list_slots = r->slots;
+    report->nchunks = r->chunks_max;
     int64_t atoms, at_exit, flagged;
     report->remaining = count_systems(r->b, r->lo, r->hi, mdf_stage_exit_status(r->s), &atoms, &at_exit, &flagged);
     report->converged = at_exit - exit0;
@@ -677,28 +680,45 @@ static void fill_report(stage_run *r, int64_t steps, double wall, int64_t atoms0
     report->nshards = r->b->nshards;
 }
 
-/* Step 0 of the systems a refill brought in: the model (for everyone at
- * unchanged positions: the same forces), entry velocities, and the first
- * convergence check of the newcomers only. */
-static mdf_status submit_refill_start(stage_run *r, mdf_error *err)
+/* Step 0 of the systems a refill brought in, as stage step `step`: the
+ * model (for everyone at unchanged positions: the same forces), entry
+ * velocities, the first convergence check of the newcomers only, and the
+ * ON_CONVERGE and AFTER_STEP hooks, so that logs see the newcomers (also
+ * those already converged) and their moves. */
+static mdf_status submit_refill_start(stage_run *r, int64_t step, mdf_error *err)
 {
     mdf_status st = MDF_OK;
     for (int k = 0; st == MDF_OK && k < r->b->nshards; k++) {
         st = mdf_compute_submit(r->c, k, MDF_COMPUTE_VIRIAL, err);
         for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) st = submit_entries(r, p, k, err);
         if (st == MDF_OK) st = submit_converge(r, k, 1, err);
+        if (st == MDF_OK) st = submit_point(r, k, MDF_ON_CONVERGE, step, err);
+        if (st == MDF_OK) st = submit_point(r, k, MDF_AFTER_STEP, step, err);
     }
     return st;
 }
 
-/* Hands finished systems out and brings new ones in: a synchronisation point
- * every refill_interval steps (the batch's handles stay registered). */
-static mdf_status refill_now(stage_run *r, int64_t step, mdf_error *err)
+/* The neighbour-list figures of a pipeline, folded into the run's. */
+static void fold_compute_stats(stage_run *r)
 {
-    starpu_task_wait_for_all();
     mdf_compute_stats cs;
-    if (mdf_compute_get_stats(r->c, &cs, NULL) == MDF_OK) r->rebuilds_before += cs.rebuilds;
+    if (!r->c || mdf_compute_get_stats(r->c, &cs, NULL) != MDF_OK) return;
+    r->rebuilds_before += cs.rebuilds;
     r->evaluations_before += mdf_compute_evaluations(r->c);
+    if (cs.overflowed_atoms > r->overflowed_max) r->overflowed_max = cs.overflowed_atoms;
+    if (cs.max_neighbours > r->neighbours_max) r->neighbours_max = cs.max_neighbours;
+    if (cs.nchunks > r->chunks_max) r->chunks_max = cs.nchunks;
+    r->slots = cs.slots;
+}
+
+/* Hands finished systems out and brings new ones in: a synchronisation point
+ * every refill_interval steps (the batch's handles stay registered). Sets
+ * *took_step when the newcomers' step 0 used stage step `step`. */
+static mdf_status refill_now(stage_run *r, int64_t step, int *took_step, mdf_error *err)
+{
+    *took_step = 0;
+    starpu_task_wait_for_all();
+    fold_compute_stats(r);
     mdf_compute_destroy(r->c);
     r->c = NULL;
     size_t added = 0;
@@ -707,7 +727,10 @@ static mdf_status refill_now(stage_run *r, int64_t step, mdf_error *err)
     pthread_mutex_lock(&r->ctl.lock);
     for (int k = 0; k < r->b->nshards; k++) r->cens[k].step = -1;
     pthread_mutex_unlock(&r->ctl.lock);
-    if (st == MDF_OK && added) st = submit_refill_start(r, err);
+    if (st == MDF_OK && added) {
+        st = submit_refill_start(r, step, err);
+        *took_step = 1;
+    }
     /* Learn at once whether anything is left. */
     for (int k = 0; st == MDF_OK && k < r->b->nshards; k++) st = submit_census(r, k, step, err);
     return st;
@@ -752,10 +775,12 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     for (step = 1; st == MDF_OK && step <= s->max_steps; step++) {
         if (r.ctl.stop) break;
         if (refill_due(&r, step)) {
-            st = refill_now(&r, step - 1, err);
+            int took_step = 0;
+            st = refill_now(&r, step, &took_step, err);
             if (st != MDF_OK) break;
             /* The census just submitted must answer before "nobody left" counts. */
             if (r.any_checks && mdf_inflight_exhausted(in)) starpu_task_wait_for_all();
+            if (took_step) continue; /* this step number was the newcomers' step 0 */
         }
         if (r.any_checks && nothing_left(&r) && (!in || mdf_inflight_exhausted(in))) break;
         int before = starpu_task_nsubmitted();

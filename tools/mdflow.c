@@ -1,6 +1,8 @@
 /* mdflow — the command-line program.
  *
- *   mdflow                 run the built-in default workload (examples/)
+ *   mdflow                 the built-in default workflow (mdflow run)
+ *   mdflow run [FILE]      a workflow file (YAML): stages, composition, sampler,
+ *                          outputs; without FILE examples/relax_md.yaml
  *   mdflow md [options]    molecular dynamics of every structure of a file
  *   mdflow relax [options] geometry optimisation of every structure of a file
  *   mdflow methods         the registered integrators and optimisers
@@ -13,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "runner.h"
+#include "workflow.h"
 #include "mdflow/mdflow.h"
 
 #ifndef MDF_PKGDATADIR
@@ -21,7 +25,7 @@
 #ifndef MDF_SRCDIR
 #define MDF_SRCDIR "."
 #endif
-#define MDF_DEFAULT_DATASET "examples/argon_mixed.xyz"
+#define MDF_DEFAULT_WORKFLOW "examples/relax_md.yaml"
 
 typedef enum command { CMD_MD, CMD_RELAX } command;
 
@@ -132,8 +136,11 @@ static void usage_main(FILE *fp)
             "Batched molecular dynamics and geometry optimisation of many atomic systems as StarPU task\n"
             "graphs.\n\n"
             "commands:\n"
-            "  (none)     run the built-in default workload: hundreds of argon systems of mixed\n"
-            "             sizes, NVE velocity Verlet, then a summary with StarPU's worker statistics\n"
+            "  (none)     the built-in default workflow, as mdflow run without a file\n"
+            "  run        a workflow file: mdflow run [FILE.yaml] (mdflow run --help). Without FILE:\n"
+            "             examples/relax_md.yaml, FIRE relaxation then Langevin NVT MD of 256 argon\n"
+            "             systems of mixed sizes with inflight batching, then a summary with\n"
+            "             StarPU's worker statistics\n"
             "  md         molecular dynamics: mdflow md --input FILE.xyz --ensemble nve|langevin|\n"
             "             nose-hoover|bussi|npt [--steps N --dt FS ...] (mdflow md --help)\n"
             "  relax      geometry optimisation: mdflow relax --input FILE.xyz --optimizer fire|fire2|\n"
@@ -364,16 +371,7 @@ static mdf_status lj_from_options(md_options *o, const mdf_frame_list *frames, m
     o->lj.shift = o->lj_shift;
     if (o->lj_species_given) return MDF_OK;
     double rc = o->lj_cutoff > 0.0 ? o->lj_cutoff : 2.5 * o->lj_sigma;
-    int seen[128] = {0};
-    for (size_t i = 0; i < frames->count; i++)
-        for (int64_t a = 0; a < frames->frames[i].natoms; a++) {
-            int z = frames->frames[i].numbers[a];
-            if (z < 1 || z > 118 || seen[z]) continue;
-            seen[z] = 1;
-            mdf_status st = mdf_lj_config_add_species(&o->lj, z, o->lj_epsilon, o->lj_sigma, rc, err);
-            if (st != MDF_OK) return st;
-        }
-    return MDF_OK;
+    return runner_lj_every_element(&o->lj, frames, o->lj_epsilon, o->lj_sigma, rc, err);
 }
 
 static void print_summary(const mdf_batch *b, const mdf_stage_report *r)
@@ -455,58 +453,21 @@ static void thermo_close(thermo_file *t)
     else remove(t->tmp);
 }
 
-/* Whether any frame flags frozen atoms (columns the batch reads). */
-static int frames_have_frozen(const mdf_frame_list *frames)
+/* The hooks md and relax options ask for. */
+static void hooks_from_options(const md_options *o, FILE *thermo, int freeze, runner_hooks *h)
 {
-    for (size_t i = 0; i < frames->count; i++)
-        for (size_t k = 0; k < frames->frames[i].nextra; k++) {
-            const char *name = frames->frames[i].extra[k].name;
-            if (!strcmp(name, "fixed") || !strcmp(name, "move_mask")) return 1;
-        }
-    return 0;
-}
-
-static mdf_status add_hook(mdf_stage *s, mdf_status st, mdf_hook *h, mdf_error *err)
-{
-    if (st != MDF_OK) return st;
-    return mdf_stage_add_hook(s, h, err);
-}
-
-/* Hooks in the order they should act: constraints on the forces first,
- * checks, then what writes to files. */
-static mdf_status add_hooks(mdf_stage *s, const md_options *o, FILE *thermo, int freeze, mdf_error *err)
-{
-    mdf_status st = MDF_OK;
-    mdf_hook *h = NULL;
-    if (freeze) {
-        st = mdf_hook_create_freeze(&h, err);
-        st = add_hook(s, st, h, err);
-    }
-    if (st == MDF_OK && o->max_force >= 0.0) {
-        st = mdf_hook_create_force_clamp(o->max_force, &h, err);
-        st = add_hook(s, st, h, err);
-    }
-    if (st == MDF_OK && o->nan_check) {
-        st = mdf_hook_create_nan_check(1, MDF_NAN_STOP, stderr, &h, err);
-        st = add_hook(s, st, h, err);
-    }
-    if (st == MDF_OK && o->wrap_every > 0) {
-        st = mdf_hook_create_wrap(o->wrap_every, &h, err);
-        st = add_hook(s, st, h, err);
-    }
-    if (st == MDF_OK && o->drift > 0.0) {
-        st = mdf_hook_create_drift_monitor(o->drift, MDF_DRIFT_WARN, o->log_every, stderr, &h, err);
-        st = add_hook(s, st, h, err);
-    }
-    if (st == MDF_OK && thermo && o->md.thermo_every > 0) {
-        st = mdf_hook_create_thermo(thermo, o->md.thermo_per_system, o->md.thermo_every, o->md.dt_fs, &h, err);
-        st = add_hook(s, st, h, err);
-    }
-    if (st == MDF_OK && o->log_file) {
-        st = mdf_hook_create_log(o->log_file, o->log_every, &h, err);
-        st = add_hook(s, st, h, err);
-    }
-    return st;
+    runner_hooks_init(h);
+    h->freeze = freeze;
+    h->max_force = o->max_force;
+    h->nan_check = o->nan_check;
+    h->wrap_every = o->wrap_every;
+    h->drift = o->drift;
+    h->thermo = thermo;
+    h->thermo_every = o->md.thermo_every;
+    h->thermo_per_system = o->md.thermo_per_system;
+    h->dt_fs = o->md.dt_fs;
+    h->log_file = o->log_file;
+    h->log_every = o->log_every;
 }
 
 static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf_stage **out, mdf_error *err)
@@ -531,7 +492,9 @@ static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf
         if (st == MDF_OK && o->energy_change >= 0.0)
             st = mdf_stage_add_criterion(*out, MDF_CRITERION_ENERGY_CHANGE, o->energy_change, err);
     }
-    if (st == MDF_OK) st = add_hooks(*out, o, thermo, freeze, err);
+    runner_hooks hooks;
+    hooks_from_options(o, thermo, freeze, &hooks);
+    if (st == MDF_OK) st = runner_add_hooks(*out, 0, &hooks, err);
     if (st != MDF_OK) {
         mdf_stage_destroy(*out);
         *out = NULL;
@@ -568,7 +531,7 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     if (st == MDF_OK) st = mdf_batch_create(frames.frames, frames.count, &bc, &batch, err);
     if (st == MDF_OK && o->cmd == CMD_MD && o->temperature >= 0.0 && !o->keep_velocities)
         st = mdf_batch_thermalize(batch, o->temperature, (uint64_t)o->seed, 0, err);
-    int freeze = o->freeze || frames_have_frozen(&frames);
+    int freeze = o->freeze || runner_frames_have_frozen(&frames);
     if (st == MDF_OK) st = build_stage(o, thermo.fp, freeze, &stage, err);
     mdf_stage_report report;
     memset(&report, 0, sizeof report);
@@ -601,19 +564,6 @@ static void print_methods(void)
                mdf_integrator_is_optimiser(mdf_integrator_name(k)) == 1 ? " [optimiser]" : "");
 }
 
-static const char *default_dataset(void)
-{
-    static char path[4096];
-    const char *env = getenv("MDFLOW_DATA");
-    const char *dirs[] = {env, MDF_PKGDATADIR, MDF_SRCDIR};
-    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
-        if (!dirs[k]) continue;
-        snprintf(path, sizeof path, "%s/%s", dirs[k], MDF_DEFAULT_DATASET);
-        if (access(path, R_OK) == 0) return path;
-    }
-    return NULL;
-}
-
 static int fail(const mdf_error *err)
 {
     fprintf(stderr, "mdflow: %s: %s\n", mdf_status_name(err->code), err->message);
@@ -622,28 +572,66 @@ static int fail(const mdf_error *err)
     return bad_input ? 2 : 1;
 }
 
+static void usage_run(FILE *fp)
+{
+    fprintf(fp,
+            "usage: mdflow run [--check] [FILE.yaml]\n"
+            "Runs a workflow file: the input dataset, the model, named stages and their composition\n"
+            "('relax + md' fuses them), the sampler's budgets for inflight batching, the outputs, the\n"
+            "hooks and the scheduler. examples/relax_md.yaml documents every key. Without FILE, runs\n"
+            "the built-in default (%s, found under $MDFLOW_DATA, %s or the source tree):\n"
+            "FIRE relaxation to fmax 0.05 eV/Å, then Langevin NVT MD of 256 argon systems of mixed\n"
+            "sizes with inflight batching.\n\n"
+            "  --check   read and check FILE, print the composition, run nothing\n"
+            "  --help    this text\n",
+            MDF_DEFAULT_WORKFLOW, MDF_PKGDATADIR);
+}
+
+/* mdflow run [--check] [FILE]: returns the exit status. */
+static int run_workflow_command(int argc, char **argv)
+{
+    mdf_error err;
+    mdf_error_clear(&err);
+    const char *file = NULL;
+    int check_only = 0;
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+            usage_run(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[k], "--check")) check_only = 1;
+        else if (argv[k][0] == '-' || file) {
+            mdf_error_set(&err, MDF_ERR_INVALID, "unexpected argument '%s': mdflow run takes one workflow file "
+                          "(see mdflow run --help)", argv[k]);
+            return fail(&err);
+        } else file = argv[k];
+    }
+    int is_default = !file;
+    if (is_default && !(file = runner_find_data(MDF_DEFAULT_WORKFLOW))) {
+        mdf_error_set(&err, MDF_ERR_IO, "the default workflow %s was not found under $MDFLOW_DATA, %s or %s: "
+                      "install mdflow (make install) or pass a workflow file", MDF_DEFAULT_WORKFLOW, MDF_PKGDATADIR,
+                      MDF_SRCDIR);
+        return fail(&err);
+    }
+    static mdf_workflow wf; /* large (paths): not on the stack */
+    if (wf_load(file, &wf, &err) != MDF_OK) return fail(&err);
+    char comp[512];
+    wf_composition_text(&wf, comp, sizeof comp);
+    printf("mdflow: %s %s: %s of %s, inflight batching (at most %lld atoms in flight)\n",
+           is_default ? "default workload, workflow" : "workflow", file, comp, wf.input,
+           (long long)wf.sampler.max_atoms);
+    if (check_only) return 0;
+    fflush(stdout);
+    return wf_run(&wf, &err) == MDF_OK ? 0 : fail(&err);
+}
+
 int main(int argc, char **argv)
 {
     mdf_error err;
     mdf_error_clear(&err);
     md_options o;
     md_options_init(&o, CMD_MD);
-    if (argc < 2) {
-        const char *data = default_dataset();
-        if (!data) {
-            mdf_error_set(&err, MDF_ERR_IO, "the default workload %s was not found under $MDFLOW_DATA, %s or %s",
-                          MDF_DEFAULT_DATASET, MDF_PKGDATADIR, MDF_SRCDIR);
-            return fail(&err);
-        }
-        printf("mdflow: default workload %s: NVE velocity Verlet, argon Lennard-Jones\n", data);
-        o.input = data;
-        o.lj_shift = 1;
-        o.md.steps = 200;
-        o.md.dt_fs = 5.0;
-        o.temperature = 40.0;
-        o.md.thermo_every = 20;
-        return run_command(&o, &err) == MDF_OK ? 0 : fail(&err);
-    }
+    if (argc < 2) return run_workflow_command(argc, argv);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         usage_main(stdout);
@@ -653,6 +641,7 @@ int main(int argc, char **argv)
         print_methods();
         return 0;
     }
+    if (!strcmp(cmd, "run")) return run_workflow_command(argc - 1, argv + 1);
     if (!strcmp(cmd, "md") || !strcmp(cmd, "relax")) {
         md_options_init(&o, !strcmp(cmd, "relax") ? CMD_RELAX : CMD_MD);
         int r = parse_options(argc - 1, argv + 1, &o, &err);

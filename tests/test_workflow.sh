@@ -1,0 +1,300 @@
+#!/bin/sh
+# mdflow — tests of workflow files and `mdflow run`: a small valid workflow
+# (relax + md fused, inflight batching with a budget below the dataset's size)
+# writes every system in input order with status 2; a single stage; --check;
+# max_steps too small still writes every id; each kind of error names the
+# workflow file and the right line and exits 2; a system larger than the
+# sampler's budget is named; the built-in default finishes within 60 s.
+#
+# Run by automake's harness from the build tree with MDF_TEST_SRCDIR and
+# MDF_TEST_BUILDDIR set; also runs by hand from a build directory.
+# Prints "ok - ..." / "not ok - ..." per check (details of a failure follow as
+# "#" lines), then "N passed, M failed"; exits 0 when every check passed, else 1.
+set -u
+
+builddir=${MDF_TEST_BUILDDIR:-$(pwd)}
+MDFLOW=$builddir/mdflow
+STARPU_NCPU=2
+STARPU_SILENT=1
+export STARPU_NCPU STARPU_SILENT
+unset MDFLOW_DATA STARPU_NCUDA STARPU_SCHED
+
+npass=0
+nfail=0
+pass() { npass=$((npass + 1)); echo "ok - $1"; }
+fail() {
+    nfail=$((nfail + 1))
+    echo "not ok - $1"
+    shift
+    for line in "$@"; do echo "#   $line"; done
+}
+show() {
+    [ -f "$2" ] || { echo "#   ($1: no such file)"; return; }
+    echo "#   $1:"
+    head -n 15 "$2" | sed 's/^/#     /'
+}
+finish() {
+    echo "$npass passed, $nfail failed"
+    [ "$nfail" -eq 0 ] && exit 0
+    exit 1
+}
+
+if [ ! -x "$MDFLOW" ]; then
+    fail "the program $MDFLOW is built"
+    finish
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/mdflow-wf.XXXXXX") || { echo "not ok - mktemp -d"; exit 1; }
+trap 'rm -rf "$T"' EXIT
+trap 'exit 1' HUP INT TERM
+if [ -z "${STARPU_HOME:-}" ]; then STARPU_HOME=$T/starpu-home; export STARPU_HOME; fi
+cd "$T" || exit 1
+
+run() {
+    "$@" >"$T/stdout" 2>"$T/stderr"
+    rc=$?
+}
+missing_in_stderr() {
+    for frag in "$@"; do
+        grep -F -e "$frag" "$T/stderr" >/dev/null || echo "'$frag'"
+    done
+}
+# expect_error NAME WANT_STATUS FRAGMENT...: the exit status (or "nonzero": any
+# failure but a crash) and one "mdflow: <kind>: <message>" line holding every fragment.
+expect_error() {
+    name=$1 want=$2
+    shift 2
+    if [ "$want" = nonzero ] && [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ]; then :
+    elif [ "$rc" != "$want" ]; then
+        fail "$name: exit status $want" "exit status $rc"
+        show stderr "$T/stderr"
+        return
+    fi
+    miss=$(missing_in_stderr "$@")
+    if ! grep -E '^mdflow: [^:]+: ' "$T/stderr" >/dev/null; then
+        fail "$name: an 'mdflow: <kind>: <message>' line on stderr"; show stderr "$T/stderr"
+    elif [ -n "$miss" ]; then
+        fail "$name: message names $*" "missing: $(echo "$miss" | tr '\n' ' ')"; show stderr "$T/stderr"
+    else
+        pass "$name: exit $rc, $(grep -E '^mdflow: ' "$T/stderr" | head -n 1 | cut -c1-220)"
+    fi
+}
+# Frames of an extxyz file, one line each: "<atom count><TAB><comment line>".
+frames() {
+    awk 'state == 0 { if ($0 ~ /^[ \t]*$/) next; n = $1 + 0; state = 1; next }
+         state == 1 { printf "%d\t%s\n", n, $0; left = n; state = n > 0 ? 2 : 0; next }
+         state == 2 { if (--left == 0) state = 0 }
+         END { if (state != 0) print "TRUNCATED" }' "$1"
+}
+# The values of an info key over the frames of a file, space-separated.
+info_values() {
+    frames "$2" 2>/dev/null | grep -o -E "(^|[[:space:]])$1=[-0-9]+" | sed 's/.*=//' | tr '\n' ' '
+}
+
+# ---- inputs ----------------------------------------------------------------------
+# clusters.xyz: six jittered (±0.15 Å), unrelaxed argon clusters of 13, 19, 8, 13, 6 and 10
+# atoms (69 in all), open boundaries.
+awk 'BEGIN {
+    srand(11); a = 5.26
+    split("13 19 8 13 6 10", sizes, " ")
+    for (c = 1; c <= 6; c++) {
+        n = sizes[c]; printf "%d\nProperties=species:S:1:pos:R:3 pbc=\"F F F\"\n", n
+        k = 0
+        for (i = -1; i <= 1 && k < n; i++) for (j = -1; j <= 1 && k < n; j++) for (l = -1; l <= 1 && k < n; l++) {
+            if ((i + j + l) % 2 != 0) continue
+            printf "Ar %.4f %.4f %.4f\n", i * a / 2 + 0.3 * (rand() - 0.5), j * a / 2 + 0.3 * (rand() - 0.5), l * a / 2 + 0.3 * (rand() - 0.5)
+            k++
+        }
+        for (; k < n; k++) printf "Ar %.4f %.4f %.4f\n", 5.0 + 3.7 * (k - 13), 0.1 * c, 0.2
+    }
+}' >clusters.xyz
+
+# The base workflow; the error cases below change one line of it, so the line
+# numbers in this heredoc matter.
+cat >wf.yaml <<'EOF'
+input: clusters.xyz
+model:
+  type: lj
+  shift: true
+  species:
+    - {element: Ar, epsilon: 0.0104, sigma: 3.40, cutoff: 8.5}
+stages:
+  relax:
+    method: fire
+    fmax: 0.01
+    step_budget: 500
+    params: {dt: 0.1, maxstep: 0.2}
+  md:
+    method: langevin
+    dt_fs: 5
+    temperature_K: 20
+    entry_temperature_K: 20
+    steps: 20
+    params: {friction_per_fs: 0.01}
+composition: relax + md
+sampler: {max_atoms: 30, refill_interval: 5}
+output: {structures: out.xyz, log: run.csv, log_every: 1}
+hooks: {nan_check: true}
+scheduler: {ncpus: 2, window: 4}
+max_steps: 20000
+seed: 3
+EOF
+# variant NAME SED-SCRIPT: NAME.yaml from wf.yaml.
+variant() { sed "$2" wf.yaml >"$1.yaml"; }
+
+# ---- 1. usage ----------------------------------------------------------------------
+run "$MDFLOW" run --help
+if [ "$rc" -eq 0 ] && grep -F 'usage: mdflow run' "$T/stdout" >/dev/null; then pass "mdflow run --help: exit 0, usage"; else
+    fail "mdflow run --help: exit 0, usage" "exit status $rc"; show stdout "$T/stdout"; fi
+run "$MDFLOW" help
+if [ "$rc" -eq 0 ] && grep -E '^  run ' "$T/stdout" >/dev/null; then pass "mdflow help lists the run command"; else
+    fail "mdflow help lists the run command" "exit status $rc"; show stdout "$T/stdout"; fi
+
+# ---- 2. a valid workflow: relax + md, inflight --------------------------------------
+run "$MDFLOW" run wf.yaml
+cp "$T/stdout" run.stdout
+if [ "$rc" -eq 0 ]; then pass "relax + md workflow: exit 0"; else
+    fail "relax + md workflow: exit 0" "exit status $rc"; show stderr "$T/stderr"; show stdout run.stdout; fi
+counts=$(frames out.xyz 2>/dev/null | cut -f1 | tr '\n' ' ')
+ids=$(info_values mdf_system_id out.xyz)
+statuses=$(info_values mdf_status out.xyz)
+if [ "$counts" = "13 19 8 13 6 10 " ] && [ "$ids" = "0 1 2 3 4 5 " ]; then
+    pass "out.xyz: the 6 systems in input order (ids 0..5, atom counts 13 19 8 13 6 10)"
+else
+    fail "out.xyz: the 6 systems in input order" "atom counts '$counts', ids '$ids'"
+fi
+if [ "$statuses" = "2 2 2 2 2 2 " ]; then pass "relax + md: every system leaves with status 2 (exit)"; else
+    fail "relax + md: every system leaves with status 2 (exit)" "statuses '$statuses'"; fi
+if grep -E 'finished 6 \(status 2\), unfinished 0' run.stdout >/dev/null && grep -F 'atom-steps/s' run.stdout >/dev/null \
+    && grep -F 'systems/s' run.stdout >/dev/null && grep -E '^[[:space:]]+CPU [0-9]+[[:space:]]+[0-9]+' run.stdout >/dev/null; then
+    pass "summary: 6 finished, systems/s, atom-steps/s, StarPU worker table"
+else
+    fail "summary: 6 finished, systems/s, atom-steps/s, StarPU worker table"; show stdout run.stdout
+fi
+hdr="step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K"
+nrelax=$(awk -F, 'NR > 1 { print $2 }' run.relax.csv 2>/dev/null | sort -u | wc -l)
+nmd=$(awk -F, 'NR > 1 { print $2 }' run.md.csv 2>/dev/null | sort -u | wc -l)
+if [ "$(head -n 1 run.relax.csv 2>/dev/null)" = "$hdr" ] && [ "$(head -n 1 run.md.csv 2>/dev/null)" = "$hdr" ] \
+    && [ "$nrelax" -eq 6 ] && [ "$nmd" -eq 6 ] && [ ! -e run.csv ]; then
+    pass "output.log with two stages: run.relax.csv and run.md.csv, rows for all 6 systems each"
+else
+    fail "output.log with two stages: run.relax.csv and run.md.csv" "systems in relax log: $nrelax, in md log: $nmd"
+    show run.relax.csv run.relax.csv; ls >&2
+fi
+
+# ---- 3. one stage, --check, max_steps too small -------------------------------------
+variant single 's/^composition: .*/composition: relax/; s/log: run.csv/log: single.csv/; s/out.xyz/single.xyz/'
+run "$MDFLOW" run single.yaml
+statuses=$(info_values mdf_status single.xyz)
+if [ "$rc" -eq 0 ] && [ "$statuses" = "1 1 1 1 1 1 " ] && [ -s single.csv ]; then
+    pass "composition: relax (one stage): exit 0, every system status 1, log single.csv"
+else
+    fail "composition: relax (one stage): exit 0, every system status 1" "exit status $rc; statuses '$statuses'"
+    show stderr "$T/stderr"
+fi
+variant check 's/out.xyz/check.xyz/'
+run "$MDFLOW" run --check check.yaml
+if [ "$rc" -eq 0 ] && grep -F 'relax + md' "$T/stdout" >/dev/null && [ ! -e check.xyz ]; then
+    pass "run --check: exit 0, prints the composition, runs nothing"
+else
+    fail "run --check: exit 0, prints the composition, runs nothing" "exit status $rc"; show stdout "$T/stdout"
+fi
+variant short 's/^max_steps: .*/max_steps: 3/; s/out.xyz/short.xyz/; s/log: run.csv, //'
+run "$MDFLOW" run short.yaml
+ids=$(info_values mdf_system_id short.xyz)
+if [ "$rc" -eq 0 ] && [ "$ids" = "0 1 2 3 4 5 " ] && grep -F 'unfinished' "$T/stdout" >/dev/null \
+    && ! info_values mdf_status short.xyz | grep -E '(^| )2 ' >/dev/null; then
+    pass "max_steps: 3: exit 0, every id still written in order, none finished, the summary lists them"
+else
+    fail "max_steps: 3: every id still written in order, none finished" "exit status $rc; ids '$ids'; statuses \
+'$(info_values mdf_status short.xyz)'"
+    show stdout "$T/stdout"
+fi
+
+# ---- 4. errors name the workflow file and the line -----------------------------------
+{ cat wf.yaml; echo "frobnicate: 1"; } >unknown-top.yaml
+run "$MDFLOW" run unknown-top.yaml
+expect_error "unknown top-level key" 2 "unknown-top.yaml:27:" "frobnicate" "valid keys"
+variant unknown-key '10s/fmax/fmx/'
+run "$MDFLOW" run unknown-key.yaml
+expect_error "unknown key in a stage" 2 "unknown-key.yaml:10:" "fmx" "fmax"
+variant bad-number '10s/0.01/abc/'
+run "$MDFLOW" run bad-number.yaml
+expect_error "fmax: abc" 2 "bad-number.yaml:10:" "abc" "not a number"
+variant bad-range '15s/5/-5/'
+run "$MDFLOW" run bad-range.yaml
+expect_error "dt_fs: -5" 2 "bad-range.yaml:15:" "dt_fs" "out of range"
+variant bad-type '21s/.*/sampler: 5/'
+run "$MDFLOW" run bad-type.yaml
+expect_error "sampler: 5 (not a mapping)" 2 "bad-type.yaml:21:" "sampler" "mapping"
+variant bad-method '14s/langevin/newton/'
+run "$MDFLOW" run bad-method.yaml
+expect_error "unknown method" 2 "bad-method.yaml:14:" "newton" "fire" "langevin"
+variant bad-param '19s/friction_per_fs/frictoin/'
+run "$MDFLOW" run bad-param.yaml
+expect_error "unknown method parameter" 2 "bad-param.yaml:19:" "frictoin" "langevin" "friction_per_fs"
+variant bad-comp '20s/relax + md/relax + mdd/'
+run "$MDFLOW" run bad-comp.yaml
+expect_error "unknown stage in composition" 2 "bad-comp.yaml:20:" "mdd" "relax, md"
+variant no-input '1s/clusters.xyz/nothere.xyz/'
+run "$MDFLOW" run no-input.yaml
+expect_error "input file missing" 2 "no-input.yaml:1:" "nothere.xyz"
+variant duplicate '10a\    fmax: 0.1'
+run "$MDFLOW" run duplicate.yaml
+expect_error "duplicate key" 2 "duplicate.yaml:11:" "duplicate key 'fmax'" "line 10"
+variant no-sampler '21d'
+run "$MDFLOW" run no-sampler.yaml
+expect_error "missing required key" 2 "no-sampler.yaml:1:" "sampler" "max_atoms"
+variant no-temp '16d'
+run "$MDFLOW" run no-temp.yaml
+expect_error "thermostat without temperature_K" 2 "no-temp.yaml:14:" "temperature_K"
+variant no-exit '18d'
+run "$MDFLOW" run no-exit.yaml
+expect_error "stage without a way out" 2 "no-exit.yaml:14:" "'md'" "steps"
+variant optimiser-dt '9a\    dt_fs: 2'
+run "$MDFLOW" run optimiser-dt.yaml
+expect_error "dt_fs on an optimiser" 2 "optimiser-dt.yaml:10:" "dt_fs" "optimiser"
+variant bad-element '6s/Ar/Xx/'
+run "$MDFLOW" run bad-element.yaml
+expect_error "unknown element" 2 "bad-element.yaml:6:" "Xx"
+printf '2\nProperties=species:S:1:pos:R:3 pbc="F F F"\nKr 0 0 0\nKr 4 0 0\n' >krypton.xyz
+variant no-species '1s/clusters.xyz/krypton.xyz/'
+run "$MDFLOW" run no-species.yaml
+expect_error "input element missing from model.species" 2 "no-species.yaml:6:" "Kr" "system 0"
+variant syntax '12s/0.2}/0.2/'
+run "$MDFLOW" run syntax.yaml
+if [ "$rc" -eq 2 ] && grep -E '^mdflow: parse error: syntax\.yaml:1[2-3]: ' "$T/stderr" >/dev/null; then
+    pass "YAML syntax error (unclosed '{' at line 12): exit 2, parse error at syntax.yaml:12 or 13"
+else
+    fail "YAML syntax error: exit 2, parse error naming syntax.yaml:12 or 13" "exit status $rc"; show stderr "$T/stderr"
+fi
+run "$MDFLOW" run "$T/no-such-workflow.yaml"
+expect_error "workflow file missing" nonzero "$T/no-such-workflow.yaml"
+run "$MDFLOW" run wf.yaml extra.yaml
+expect_error "two workflow files" 2 "extra.yaml"
+
+# ---- 5. a system larger than the sampler's budget -------------------------------------
+variant budget '21s/max_atoms: 30/max_atoms: 15/; s/out.xyz/budget.xyz/'
+run "$MDFLOW" run budget.yaml
+expect_error "system above max_atoms" 2 "budget.yaml:21:" "system 1" "19 atoms" "max_atoms"
+
+# ---- 6. the built-in default ------------------------------------------------------------
+if command -v timeout >/dev/null 2>&1; then TIMEOUT="timeout 60"; else TIMEOUT=; fi
+start=$(date +%s)
+# shellcheck disable=SC2086 # TIMEOUT is empty or two words
+run env MDFLOW_DATA=/nonexistent $TIMEOUT "$MDFLOW" run
+took=$(($(date +%s) - start))
+nframes=$(frames relax_md.xyz 2>/dev/null | wc -l)
+ids=$(info_values mdf_system_id relax_md.xyz | tr ' ' '\n' | awk 'NF && $1 != NR - 1 { bad++ } END { print bad + 0 }')
+if [ "$rc" -eq 124 ]; then
+    fail "mdflow run (built-in default) finishes within 60 s" "killed after ${took} s"
+elif [ "$rc" -eq 0 ] && head -n 1 "$T/stdout" | grep -F 'default workload' >/dev/null \
+    && grep -F 'finished 256 (status 2), unfinished 0' "$T/stdout" >/dev/null && [ "$nframes" -eq 256 ] && [ "$ids" -eq 0 ]; then
+    pass "mdflow run (built-in default): exit 0, 256 systems finished, relax_md.xyz in input order (${took} s)"
+else
+    fail "mdflow run (built-in default): exit 0, 256 finished, relax_md.xyz in input order" \
+        "exit status $rc; frames $nframes; ids out of order $ids"
+    show stdout "$T/stdout"; show stderr "$T/stderr"
+fi
+
+finish

@@ -1,0 +1,404 @@
+/* mdflow — running a workflow: the stages of its composition fused into one,
+ * the model, a sampler over the input, and inflight batching; every system's
+ * final frame is collected as it leaves and the file of final structures is
+ * written in input order (by system id) at the end. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "runner.h"
+#include "workflow.h"
+
+/* Final frames as systems leave the run (mdf_exit_fn). */
+typedef struct collector {
+    pthread_mutex_t lock;
+    mdf_frame *frames;
+    int64_t *ids;
+    int32_t *status;
+    size_t count, cap;
+    int32_t exit_status;
+    mdf_error err;          /* why a copy failed */
+} collector;
+
+static int collect(void *user, const mdf_frame *f, const mdf_system_view *v)
+{
+    collector *c = user;
+    int stop = 0;
+    pthread_mutex_lock(&c->lock);
+    if (c->count == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        mdf_frame *fr = realloc(c->frames, cap * sizeof *fr);
+        if (fr) c->frames = fr;
+        int64_t *ids = realloc(c->ids, cap * sizeof *ids);
+        if (ids) c->ids = ids;
+        int32_t *status = realloc(c->status, cap * sizeof *status);
+        if (status) c->status = status;
+        if (fr && ids && status) c->cap = cap;
+    }
+    if (c->count == c->cap) {
+        mdf_error_set(&c->err, MDF_ERR_NOMEM, "no memory to keep the final frame of system %lld", (long long)v->id);
+        stop = 1;
+    } else if (mdf_frame_copy(&c->frames[c->count], f, &c->err) != MDF_OK) {
+        stop = 1;
+    } else {
+        c->ids[c->count] = v->id;
+        c->status[c->count] = v->status;
+        c->count++;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return stop;
+}
+
+static void collector_free(collector *c)
+{
+    for (size_t i = 0; i < c->count; i++) mdf_frame_free(&c->frames[i]);
+    free(c->frames);
+    free(c->ids);
+    free(c->status);
+    pthread_mutex_destroy(&c->lock);
+}
+
+/* A library message (no line of its own) under the workflow line it comes from. */
+static mdf_status at_line(mdf_error *err, const mdf_workflow *wf, int line, const char *context)
+{
+    char msg[MDF_ERROR_MESSAGE_MAX];
+    mdf_status code = err->code;
+    snprintf(msg, sizeof msg, "%s", err->message);
+    mdf_error_clear(err);
+    return mdf_error_set(err, code, "%s:%d: %s: %s", wf->path, line, context, msg);
+}
+
+/* ---- the model ------------------------------------------------------------------------ */
+
+/* With model.species, every element of the input must be listed. */
+static mdf_status check_species(const mdf_workflow *wf, const mdf_frame_list *frames, mdf_error *err)
+{
+    for (size_t i = 0; i < frames->count; i++)
+        for (int64_t a = 0; a < frames->frames[i].natoms; a++) {
+            int z = frames->frames[i].numbers[a], known = 0;
+            for (int k = 0; k < wf->lj.nspecies; k++) known |= wf->lj.z[k] == z;
+            if (known) continue;
+            const char *sym = mdf_element_symbol(z);
+            return mdf_error_set(err, MDF_ERR_INVALID,
+                                 "%s:%d: model.species has no entry for %s, found in system %zu (atom %lld) of %s: "
+                                 "add {element: %s, epsilon: ..., sigma: ...}", wf->path, wf->species_line,
+                                 sym ? sym : "?", i, (long long)a, wf->input, sym ? sym : "?");
+        }
+    return MDF_OK;
+}
+
+static mdf_status lj_config(const mdf_workflow *wf, const mdf_frame_list *frames, mdf_lj_config *lj, mdf_error *err)
+{
+    *lj = wf->lj;
+    if (wf->species_given) return check_species(wf, frames, err);
+    return runner_lj_every_element(lj, frames, wf->epsilon, wf->sigma, wf->cutoff, err);
+}
+
+/* ---- the stages ------------------------------------------------------------------------ */
+
+static mdf_status add_criteria(mdf_stage *s, const wf_stage *ws, mdf_error *err)
+{
+    mdf_status st = MDF_OK;
+    if (ws->fmax >= 0.0) st = mdf_stage_add_criterion(s, MDF_CRITERION_FMAX, ws->fmax, err);
+    if (st == MDF_OK && ws->energy_change >= 0.0)
+        st = mdf_stage_add_criterion(s, MDF_CRITERION_ENERGY_CHANGE, ws->energy_change, err);
+    if (st == MDF_OK && ws->steps > 0) st = mdf_stage_add_criterion(s, MDF_CRITERION_STEPS, (double)ws->steps, err);
+    return st;
+}
+
+/* Composition entry k as a plain stage with its criteria and hooks. */
+static mdf_status build_part(const mdf_workflow *wf, int k, int freeze, mdf_stage **out, mdf_error *err)
+{
+    const wf_stage *ws = &wf->stages[wf->comp[k]];
+    mdf_stage_config sc = ws->cfg;
+    sc.integrator = ws->method;
+    sc.window = wf->window;
+    sc.skin = wf->skin;
+    sc.chunk_atoms = wf->chunk_atoms;
+    char log[WF_PATH_MAX + WF_NAME_MAX + 2];
+    wf_log_path(wf, k, log, sizeof log);
+    runner_hooks h;
+    runner_hooks_init(&h);
+    h.freeze = freeze;
+    h.max_force = wf->hooks.max_force;
+    h.nan_check = wf->hooks.nan_check;
+    h.wrap_every = wf->hooks.wrap_every;
+    h.drift = wf->hooks.drift_warn;
+    h.log_file = *log ? log : NULL;
+    h.log_every = wf->log_every;
+    mdf_status st = mdf_stage_create(&sc, out, err);
+    if (st == MDF_OK) st = add_criteria(*out, ws, err);
+    if (st == MDF_OK) st = runner_add_hooks(*out, 0, &h, err);
+    if (st != MDF_OK) {
+        mdf_stage_destroy(*out);
+        *out = NULL;
+        char context[96];
+        snprintf(context, sizeof context, "stage '%s'", ws->name);
+        return at_line(err, wf, ws->line, context);
+    }
+    return MDF_OK;
+}
+
+/* The composition fused in order (mdf_fuse consumes both parts, also on failure). */
+static mdf_status build_composition(const mdf_workflow *wf, int freeze, mdf_stage **out, mdf_error *err)
+{
+    mdf_stage *acc = NULL;
+    mdf_status st = MDF_OK;
+    for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {
+        mdf_stage *part = NULL;
+        st = build_part(wf, k, freeze, &part, err);
+        if (st == MDF_OK && !acc) acc = part;
+        else if (st == MDF_OK && (st = mdf_fuse(acc, part, &acc, err)) != MDF_OK)
+            st = at_line(err, wf, wf->comp_line, "composition");
+    }
+    if (st == MDF_OK) st = mdf_stage_set_max_steps(acc, wf->max_steps, err);
+    if (st != MDF_OK) {
+        mdf_stage_destroy(acc);
+        acc = NULL;
+    }
+    *out = acc;
+    return st;
+}
+
+/* ---- results ---------------------------------------------------------------------------- */
+
+/* The id a system gets: its "mdf_system_id" info key, else its input index. */
+static int64_t input_id(const mdf_frame *f, size_t i)
+{
+    const char *s = mdf_frame_get_info(f, "mdf_system_id");
+    char *end = NULL;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    return s && end != s && !*end ? (int64_t)v : (int64_t)i;
+}
+
+typedef struct out_entry {
+    int64_t id;
+    const mdf_frame *frame;
+    int32_t status;
+    int exited;        /* handed over by the run (0: never started) */
+} out_entry;
+
+/* Systems the run never started: their input frames, labelled as the run
+ * labels final frames (id, status 0, step 0), so the output lists every id. */
+typedef struct unstarted {
+    mdf_frame *frames;
+    size_t count;
+} unstarted;
+
+static void unstarted_free(unstarted *u)
+{
+    for (size_t i = 0; i < u->count; i++) mdf_frame_free(&u->frames[i]);
+    free(u->frames);
+    u->frames = NULL;
+    u->count = 0;
+}
+
+static mdf_status label_unstarted(unstarted *u, const mdf_frame *f, int64_t id, mdf_error *err)
+{
+    mdf_frame *copy = &u->frames[u->count];
+    mdf_status st = mdf_frame_copy(copy, f, err);
+    if (st != MDF_OK) return st;
+    u->count++;
+    char text[32];
+    snprintf(text, sizeof text, "%lld", (long long)id);
+    st = mdf_frame_set_info(copy, "mdf_system_id", text, err);
+    if (st == MDF_OK) st = mdf_frame_set_info(copy, "mdf_status", "0", err);
+    if (st == MDF_OK) st = mdf_frame_set_info(copy, "mdf_step", "0", err);
+    return st;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    int64_t x = ((const out_entry *)a)->id, y = ((const out_entry *)b)->id;
+    return (x > y) - (x < y);
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every system once, sorted by id: its final frame, or its input frame when
+ * the run ended (max_steps) before it started. */
+static out_entry *gather(const collector *c, const mdf_frame_list *input, unstarted *u, size_t *n, mdf_error *err)
+{
+    out_entry *e = calloc(c->count + input->count + 1, sizeof *e);
+    int64_t *seen = malloc((c->count + 1) * sizeof *seen);
+    u->frames = calloc(input->count + 1, sizeof *u->frames);
+    if (!e || !seen || !u->frames) {
+        free(e);
+        free(seen);
+        unstarted_free(u);
+        mdf_error_set(err, MDF_ERR_NOMEM, "no memory to order %zu structures", c->count);
+        return NULL;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        e[m++] = (out_entry){c->ids[i], &c->frames[i], c->status[i], 1};
+        seen[i] = c->ids[i];
+    }
+    qsort(seen, c->count, sizeof *seen, id_cmp);
+    for (size_t i = 0; i < input->count; i++) {
+        int64_t id = input_id(&input->frames[i], i);
+        if (bsearch(&id, seen, c->count, sizeof *seen, id_cmp)) continue;
+        if (label_unstarted(u, &input->frames[i], id, err) != MDF_OK) {
+            free(seen);
+            free(e);
+            return NULL;
+        }
+        e[m++] = (out_entry){id, &u->frames[u->count - 1], 0, 0};
+    }
+    free(seen);
+    qsort(e, m, sizeof *e, by_id);
+    *n = m;
+    return e;
+}
+
+static mdf_status write_structures(const char *path, const out_entry *e, size_t n, mdf_error *err)
+{
+    mdf_frame *frames = malloc((n + 1) * sizeof *frames);
+    if (!frames) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to write %zu structures", n);
+    for (size_t i = 0; i < n; i++) frames[i] = *e[i].frame; /* shallow: only read */
+    mdf_status st = mdf_xyz_write(path, frames, n, 0, err);
+    free(frames);
+    return st;
+}
+
+static int64_t total_atoms(const mdf_frame_list *frames)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < frames->count; i++) n += frames->frames[i].natoms;
+    return n;
+}
+
+static void print_unfinished(const out_entry *e, size_t n, int32_t exit_status, size_t unfinished)
+{
+    if (!unfinished) return;
+    printf("  unfinished (status below %d in the output; raise max_steps or add a step_budget):", (int)exit_status);
+    size_t shown = 0;
+    for (size_t i = 0; i < n && shown < 20; i++) {
+        if (e[i].exited && e[i].status == exit_status) continue;
+        printf(" %lld%s", (long long)e[i].id, e[i].exited ? "" : " (not started)");
+        shown++;
+    }
+    printf("%s\n", unfinished > shown ? " ..." : "");
+}
+
+static void print_summary(const mdf_workflow *wf, const mdf_frame_list *input, const mdf_stage_report *r,
+                          const out_entry *e, size_t n, int32_t exit_status)
+{
+    size_t finished = 0;
+    for (size_t i = 0; i < n; i++) finished += e[i].exited && e[i].status == exit_status;
+    char comp[512];
+    wf_composition_text(wf, comp, sizeof comp);
+    printf("\nmdflow run summary: %s\n", comp);
+    printf("  systems %zu, atoms %lld, shards %d, model chunks %d\n", input->count, (long long)total_atoms(input),
+           r->nshards, r->nchunks);
+    printf("  finished %zu (status %d), unfinished %zu; left a stage on its step budget: %lld\n", finished,
+           (int)exit_status, n - finished, (long long)r->budget_exits);
+    print_unfinished(e, n, exit_status, n - finished);
+    double sys_rate = r->wall_seconds > 0.0 ? (double)finished / r->wall_seconds : 0.0;
+    printf("  %lld steps in %.3f s: %.4g systems/s, %.4g atom-steps/s\n", (long long)r->steps, r->wall_seconds,
+           sys_rate, r->atom_steps_per_second);
+    printf("  model evaluations %lld, neighbour-list rebuilds %lld (summed over systems)\n",
+           (long long)r->model_evaluations, (long long)r->list_rebuilds);
+    printf("  largest neighbour count %d of %d slots, atoms beyond the slots %lld\n", r->max_neighbours,
+           r->list_slots, (long long)r->overflowed_atoms);
+    if (*wf->structures) printf("  final structures (input order): %s\n", wf->structures);
+    for (int k = 0; *wf->log && k < wf->ncomp; k++) {
+        char log[WF_PATH_MAX + WF_NAME_MAX + 2];
+        wf_log_path(wf, k, log, sizeof log);
+        printf("  log of stage %s: %s\n", wf->stages[wf->comp[k]].name, log);
+    }
+    mdf_runtime_print_worker_stats(stdout);
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+typedef struct run_state {
+    mdf_frame_list frames;
+    mdf_model *model;
+    mdf_sampler *sampler;
+    mdf_stage *stage;
+    int started;
+    collector col;
+} run_state;
+
+static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
+{
+    mdf_status st = mdf_xyz_read(wf->input, &rs->frames, err);
+    if (st == MDF_OK && rs->frames.count == 0)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: input %s holds no structure: give an extended XYZ file "
+                           "with at least one frame", wf->path, wf->input_line, wf->input);
+    mdf_lj_config lj;
+    if (st == MDF_OK) st = lj_config(wf, &rs->frames, &lj, err);
+    mdf_runtime_config rc;
+    mdf_runtime_config_init(&rc);
+    rc.sched = *wf->sched ? wf->sched : NULL;
+    rc.ncpus = wf->ncpus;
+    rc.ncuda = wf->ncuda;
+    if (st == MDF_OK) st = mdf_runtime_start(&rc, err);
+    rs->started = st == MDF_OK;
+    if (st == MDF_OK) st = mdf_model_create_lj(&lj, &rs->model, err);
+    if (st == MDF_OK && mdf_sampler_create(rs->frames.frames, rs->frames.count, &wf->sampler, &rs->sampler, err) != MDF_OK)
+        st = at_line(err, wf, wf->sampler_line, "sampler");
+    int freeze = wf->hooks.freeze < 0 ? runner_frames_have_frozen(&rs->frames) : wf->hooks.freeze;
+    if (st == MDF_OK) st = build_composition(wf, freeze, &rs->stage, err);
+    return st;
+}
+
+/* Writes what was collected (also after a run stopped by a hook: it shows where). */
+static mdf_status finish(const mdf_workflow *wf, run_state *rs, const mdf_stage_report *report, mdf_status st,
+                         mdf_error *err)
+{
+    size_t n = 0;
+    mdf_error werr;
+    mdf_error_clear(&werr);
+    unstarted u = {0};
+    out_entry *e = gather(&rs->col, &rs->frames, &u, &n, &werr);
+    if (e && *wf->structures && (st == MDF_OK || err->code == MDF_ERR_PHYSICS))
+        write_structures(wf->structures, e, n, &werr);
+    if (st == MDF_OK && werr.code != MDF_OK) {
+        *err = werr;
+        st = werr.code;
+    }
+    if (st == MDF_OK) print_summary(wf, &rs->frames, report, e, n, rs->col.exit_status);
+    free(e);
+    unstarted_free(&u);
+    return st;
+}
+
+mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
+{
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    mdf_frame_list_init(&rs.frames);
+    pthread_mutex_init(&rs.col.lock, NULL);
+    mdf_error_clear(&rs.col.err);
+    mdf_stage_report report;
+    memset(&report, 0, sizeof report);
+    mdf_status st = prepare(wf, &rs, err);
+    if (st == MDF_OK) {
+        rs.col.exit_status = mdf_stage_exit_status(rs.stage);
+        mdf_inflight_config ic;
+        mdf_inflight_config_init(&ic);
+        ic.sampler = rs.sampler;
+        ic.refill_interval = wf->refill_interval;
+        ic.nshards = wf->shards;
+        ic.on_exit = collect;
+        ic.user = &rs.col;
+        st = mdf_stage_run_inflight(rs.stage, rs.model, &ic, &report, err);
+        if (st != MDF_OK && rs.col.err.code != MDF_OK) *err = rs.col.err; /* our callback stopped it */
+        st = finish(wf, &rs, &report, st, err);
+    }
+    mdf_stage_destroy(rs.stage);
+    mdf_sampler_destroy(rs.sampler);
+    mdf_model_destroy(rs.model);
+    if (rs.started) mdf_runtime_stop();
+    collector_free(&rs.col);
+    mdf_frame_list_free(&rs.frames);
+    return st;
+}

@@ -1,0 +1,89 @@
+/* mdflow — pieces the program's commands share. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "runner.h"
+
+#ifndef MDF_PKGDATADIR
+#define MDF_PKGDATADIR "/usr/local/share/mdflow"
+#endif
+#ifndef MDF_SRCDIR
+#define MDF_SRCDIR "."
+#endif
+
+void runner_hooks_init(runner_hooks *h)
+{
+    memset(h, 0, sizeof *h);
+    h->max_force = -1.0;
+    h->drift = -1.0;
+    h->log_every = 10;
+}
+
+/* Adds the hook just created (st: its creation's status); h is read only
+ * after creation, never as an argument evaluated alongside it. */
+static mdf_status add(mdf_stage *s, int part, mdf_status st, mdf_hook **h, mdf_error *err)
+{
+    if (st != MDF_OK) return st;
+    return mdf_stage_add_part_hook(s, part, *h, err);
+}
+
+mdf_status runner_add_hooks(mdf_stage *s, int part, const runner_hooks *o, mdf_error *err)
+{
+    mdf_status st = MDF_OK;
+    mdf_hook *h = NULL;
+    if (o->freeze) st = add(s, part, mdf_hook_create_freeze(&h, err), &h, err);
+    if (st == MDF_OK && o->max_force >= 0.0)
+        st = add(s, part, mdf_hook_create_force_clamp(o->max_force, &h, err), &h, err);
+    if (st == MDF_OK && o->nan_check)
+        st = add(s, part, mdf_hook_create_nan_check(1, MDF_NAN_STOP, stderr, &h, err), &h, err);
+    if (st == MDF_OK && o->wrap_every > 0) st = add(s, part, mdf_hook_create_wrap(o->wrap_every, &h, err), &h, err);
+    if (st == MDF_OK && o->drift > 0.0)
+        st = add(s, part, mdf_hook_create_drift_monitor(o->drift, MDF_DRIFT_WARN, o->log_every, stderr, &h, err), &h,
+                 err);
+    if (st == MDF_OK && o->thermo && o->thermo_every > 0)
+        st = add(s, part,
+                 mdf_hook_create_thermo(o->thermo, o->thermo_per_system, o->thermo_every, o->dt_fs, &h, err), &h,
+                 err);
+    if (st == MDF_OK && o->log_file)
+        st = add(s, part, mdf_hook_create_log(o->log_file, o->log_every, &h, err), &h, err);
+    return st;
+}
+
+mdf_status runner_lj_every_element(mdf_lj_config *lj, const mdf_frame_list *frames, double epsilon, double sigma,
+                                   double cutoff, mdf_error *err)
+{
+    int seen[128] = {0};
+    for (size_t i = 0; i < frames->count; i++)
+        for (int64_t a = 0; a < frames->frames[i].natoms; a++) {
+            int z = frames->frames[i].numbers[a];
+            if (z < 1 || z > 118 || seen[z]) continue;
+            seen[z] = 1;
+            mdf_status st = mdf_lj_config_add_species(lj, z, epsilon, sigma, cutoff, err);
+            if (st != MDF_OK) return st;
+        }
+    return MDF_OK;
+}
+
+int runner_frames_have_frozen(const mdf_frame_list *frames)
+{
+    for (size_t i = 0; i < frames->count; i++)
+        for (size_t k = 0; k < frames->frames[i].nextra; k++) {
+            const char *name = frames->frames[i].extra[k].name;
+            if (!strcmp(name, "fixed") || !strcmp(name, "move_mask")) return 1;
+        }
+    return 0;
+}
+
+const char *runner_find_data(const char *relative)
+{
+    static char path[4096];
+    const char *env = getenv("MDFLOW_DATA");
+    const char *dirs[] = {env, MDF_PKGDATADIR, MDF_SRCDIR};
+    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
+        if (!dirs[k]) continue;
+        snprintf(path, sizeof path, "%s/%s", dirs[k], relative);
+        if (access(path, R_OK) == 0) return path;
+    }
+    return NULL;
+}

@@ -1,0 +1,46 @@
+/* mdflow — pieces the program's commands share (md, relax, run): hooks from
+ * options, Lennard-Jones parameters for every element of a dataset, frozen
+ * atoms in the input, the installed example files. */
+#ifndef MDF_RUNNER_H
+#define MDF_RUNNER_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "mdflow/mdflow.h"
+
+/* The built-in hooks a command asks for; a field at its "off" value adds
+ * nothing. */
+typedef struct runner_hooks {
+    int freeze;              /* keep flagged atoms in place */
+    double max_force;        /* eV/Å, < 0: no clamp */
+    int nan_check;           /* stop on NaN/Inf */
+    int64_t wrap_every;      /* 0: never */
+    double drift;            /* eV/atom, <= 0: no monitor */
+    FILE *thermo;            /* NULL: no thermo rows */
+    int64_t thermo_every;
+    int thermo_per_system;
+    double dt_fs;            /* for the thermo time column */
+    const char *log_file;    /* NULL: no CSV log */
+    int64_t log_every;       /* also the drift monitor's interval */
+} runner_hooks;
+
+/* Fills h with every hook off. */
+void runner_hooks_init(runner_hooks *h);
+
+/* Adds the hooks to sub-stage `part` (0 for a plain stage) in the order they
+ * should act: constraints on the forces first, checks, then what writes. */
+mdf_status runner_add_hooks(mdf_stage *s, int part, const runner_hooks *h, mdf_error *err);
+
+/* Adds species (epsilon, sigma, cutoff) for every element found in frames. */
+mdf_status runner_lj_every_element(mdf_lj_config *lj, const mdf_frame_list *frames, double epsilon, double sigma,
+                                   double cutoff, mdf_error *err);
+
+/* Whether any frame flags frozen atoms ("fixed" or "move_mask" columns). */
+int runner_frames_have_frozen(const mdf_frame_list *frames);
+
+/* The installed or source copy of a data file such as
+ * "examples/argon_mixed.xyz", searched under $MDFLOW_DATA, pkgdatadir and
+ * the source tree; NULL when none is readable. */
+const char *runner_find_data(const char *relative);
+
+#endif

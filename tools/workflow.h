@@ -1,0 +1,99 @@
+/* mdflow — workflow files: what `mdflow run FILE` reads.
+ *
+ * A workflow is one YAML 1.1 document (parsed with libyaml): the input
+ * dataset, the model, named stages with their parameters, how they are
+ * composed (`relax + md` fuses them with mdf_fuse), the sampler's budgets for
+ * inflight batching, the outputs, the hooks and the scheduler. Every key is
+ * documented in examples/relax_md.yaml.
+ *
+ * wf_load only reads and checks: it needs no StarPU and writes nothing. Every
+ * problem (malformed YAML, unknown or duplicate key, wrong type, value out of
+ * range, unknown method, element or stage, missing required key, unreadable
+ * input) is an error "FILE:LINE: what is wrong: how to fix it" with code
+ * MDF_ERR_PARSE (malformed YAML) or MDF_ERR_INVALID (everything else). */
+#ifndef MDF_WORKFLOW_H
+#define MDF_WORKFLOW_H
+
+#include <stdint.h>
+#include "mdflow/mdflow.h"
+#include "mdflow/sampler.h"
+
+#define WF_MAX_STAGES 8     /* a fused stage holds at most 8 sub-stages */
+#define WF_PATH_MAX 4096
+#define WF_NAME_MAX 64
+
+/* One entry of `stages:`. */
+typedef struct wf_stage {
+    char name[WF_NAME_MAX];
+    int line;                  /* where the stage's mapping starts */
+    int is_optimiser;
+    mdf_stage_config cfg;      /* integrator (points into `method`), step_budget,
+                                * entry_temperature_K, params (dt_fs, temperature_K,
+                                * the method's params, seed) */
+    char method[WF_NAME_MAX];
+    double fmax;               /* criteria; < 0: not used */
+    double energy_change;
+    int64_t steps;
+} wf_stage;
+
+/* `hooks:`, added to every stage of the composition. */
+typedef struct wf_hooks {
+    int freeze;                /* -1: when the input flags frozen atoms, 0, 1 */
+    double max_force;          /* eV/Å, < 0: no clamp */
+    int nan_check;
+    int64_t wrap_every;        /* 0: never */
+    double drift_warn;         /* eV/atom, <= 0: no monitor */
+} wf_hooks;
+
+typedef struct mdf_workflow {
+    char path[WF_PATH_MAX];        /* the workflow file, as given */
+    char input[WF_PATH_MAX];       /* resolved against the workflow's folder */
+    int input_line;
+    /* model (Lennard-Jones) */
+    mdf_lj_config lj;              /* species and pairs when `species` was given */
+    int species_given;
+    int species_line;
+    double epsilon, sigma, cutoff; /* for every element of the input otherwise */
+    double skin;
+    /* stages and their composition */
+    int nstages;
+    wf_stage stages[WF_MAX_STAGES];
+    int ncomp;
+    int comp[WF_MAX_STAGES];       /* indices into stages, in run order */
+    int comp_line;
+    /* inflight batching */
+    mdf_sampler_config sampler;    /* pair_cutoff: the model's largest cutoff with max_pairs */
+    int64_t refill_interval;
+    int sampler_line;
+    /* outputs (relative to the current directory) */
+    char structures[WF_PATH_MAX];  /* "" : none */
+    char log[WF_PATH_MAX];         /* "" : none */
+    int64_t log_every;
+    wf_hooks hooks;
+    /* scheduler */
+    char sched[WF_NAME_MAX];       /* "" : StarPU's default */
+    int ncpus, ncuda;              /* -1: StarPU's choice */
+    int shards;                    /* 0: automatic */
+    int window;
+    int chunk_atoms;
+    int64_t max_steps;             /* the run's step limit */
+    uint64_t seed;
+} mdf_workflow;
+
+/* Reads and checks the workflow file at path into wf. */
+mdf_status wf_load(const char *path, mdf_workflow *wf, mdf_error *err);
+
+/* "relax + md": the composition as written, for messages. */
+void wf_composition_text(const mdf_workflow *wf, char *out, size_t size);
+
+/* The CSV log of composition entry k: the `output.log` path, or with the
+ * stage's name before the extension when the composition has several stages
+ * (run.csv -> run.relax.csv, run.md.csv). */
+void wf_log_path(const mdf_workflow *wf, int k, char *out, size_t size);
+
+/* Runs a loaded workflow (tools/run_workflow.c): starts StarPU, runs the
+ * composition over the input with inflight batching, writes the outputs and
+ * prints a summary to standard output. */
+mdf_status wf_run(const mdf_workflow *wf, mdf_error *err);
+
+#endif
