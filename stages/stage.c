@@ -736,12 +736,27 @@ static mdf_status refill_now(stage_run *r, int64_t step, int *took_step, mdf_err
     return st;
 }
 
+/* 1 when the latest census of some shard saw a system that left the stage
+ * (or no census answered yet since the last refill): worth a refill. */
+static int someone_finished(stage_run *r)
+{
+    int finished = 0;
+    pthread_mutex_lock(&r->ctl.lock);
+    for (int k = 0; k < r->b->nshards && !finished; k++)
+        finished = r->cens[k].step < 0 || r->cens[k].left < r->b->shards[k].nsys;
+    pthread_mutex_unlock(&r->ctl.lock);
+    return finished;
+}
+
 static int refill_due(stage_run *r, int64_t step)
 {
     if (!r->in || step <= 1) return 0;
-    if ((step - 1) % mdf_inflight_interval(r->in) == 0) return 1;
     /* Nobody left to move while the dataset still has systems: refill now. */
-    return !mdf_inflight_exhausted(r->in) && r->any_checks && nothing_left(r);
+    if (!mdf_inflight_exhausted(r->in) && r->any_checks && nothing_left(r)) return 1;
+    if ((step - 1) % mdf_inflight_interval(r->in) != 0) return 0;
+    /* A refill drains the task window: skip it when the census says that no
+     * system has finished (it counts every check_interval steps). */
+    return !r->any_checks || someone_finished(r);
 }
 
 static int run_needs_virial(const mdf_stage *s)
