@@ -10,57 +10,10 @@
 # "#" lines), then "N passed, M failed"; exits 0 when every check passed, else 1.
 set -u
 
-builddir=${MDF_TEST_BUILDDIR:-$(pwd)}
-MDFLOW=$builddir/mdflow
-STARPU_NCPU=2
-STARPU_SILENT=1
-export STARPU_NCPU STARPU_SILENT
-unset MDFLOW_DATA STARPU_NCUDA STARPU_SCHED
+HARNESS_NAME=mdflow-cli
+# shellcheck source=tests/cli_harness.sh
+. "${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}/tests/cli_harness.sh"
 
-npass=0
-nfail=0
-pass() { npass=$((npass + 1)); echo "ok - $1"; }
-fail() {
-    nfail=$((nfail + 1))
-    echo "not ok - $1"
-    shift
-    for line in "$@"; do echo "#   $line"; done
-}
-# Shows a file as diagnostic lines (at most 15).
-show() {
-    [ -f "$2" ] || { echo "#   ($1: no such file)"; return; }
-    echo "#   $1:"
-    head -n 15 "$2" | sed 's/^/#     /'
-}
-finish() {
-    echo "$npass passed, $nfail failed"
-    [ "$nfail" -eq 0 ] && exit 0
-    exit 1
-}
-
-if [ ! -x "$MDFLOW" ]; then
-    fail "the program $MDFLOW is built"
-    finish
-fi
-
-T=$(mktemp -d "${TMPDIR:-/tmp}/mdflow-cli.XXXXXX") || { echo "not ok - mktemp -d"; exit 1; }
-trap 'rm -rf "$T"' EXIT
-trap 'exit 1' HUP INT TERM
-# StarPU's calibration files: the harness puts them in the build tree.
-if [ -z "${STARPU_HOME:-}" ]; then STARPU_HOME=$T/starpu-home; export STARPU_HOME; fi
-cd "$T" || exit 1
-
-# run CMD ARGS...: stdout in $T/stdout, stderr in $T/stderr, exit status in $rc.
-run() {
-    "$@" >"$T/stdout" 2>"$T/stderr"
-    rc=$?
-}
-# Fragments of $T/stderr that are missing, one per line.
-missing_in_stderr() {
-    for frag in "$@"; do
-        grep -F -e "$frag" "$T/stderr" >/dev/null || echo "'$frag'"
-    done
-}
 # expect_error NAME WANT_STATUS FRAGMENT...: after run, checks the exit status
 # (WANT_STATUS "nonzero" accepts any failure but a crash) and that stderr is an
 # "mdflow: <kind>: <message>" line holding every fragment.
@@ -86,14 +39,6 @@ expect_error() {
     else
         pass "$name: message names $* ($(grep -E '^mdflow: ' "$T/stderr" | head -n 1))"
     fi
-}
-# Frames of an extxyz file, one line each: "<atom count><TAB><comment line>";
-# a last line "TRUNCATED" when the file ends inside a frame.
-frames() {
-    awk 'state == 0 { if ($0 ~ /^[ \t]*$/) next; n = $1 + 0; state = 1; next }
-         state == 1 { printf "%d\t%s\n", n, $0; left = n; state = n > 0 ? 2 : 0; next }
-         state == 2 { if (--left == 0) state = 0 }
-         END { if (state != 0) print "TRUNCATED" }' "$1"
 }
 # Data rows of a thermo log: a step number, then only numbers (6 fields at least).
 thermo_rows() {

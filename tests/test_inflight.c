@@ -163,15 +163,23 @@ static mdf_model *argon(void)
     return m;
 }
 
-static mdf_stage *relax_then_md(void)
+/* FIRE to fmax 0.01 (status 0 -> 1). */
+static mdf_stage *relax_part(void)
 {
     mdf_stage_config sc;
     mdf_stage_config_init(&sc);
     sc.integrator = "fire";
     sc.max_steps = 2000;
-    mdf_stage *relax = NULL, *md = NULL, *fused = NULL;
-    TU_CALL(mdf_stage_create, &sc, &relax);
-    TU_CALL(mdf_stage_add_criterion, relax, MDF_CRITERION_FMAX, 0.01);
+    mdf_stage *s = NULL;
+    TU_CALL(mdf_stage_create, &sc, &s);
+    TU_CALL(mdf_stage_add_criterion, s, MDF_CRITERION_FMAX, 0.01);
+    return s;
+}
+
+/* Langevin at 25 K for MD_STEPS steps from entry velocities (1 -> 2). */
+static mdf_stage *md_part(void)
+{
+    mdf_stage_config sc;
     mdf_stage_config_init(&sc);
     sc.integrator = "langevin";
     sc.status = 1;
@@ -181,9 +189,16 @@ static mdf_stage *relax_then_md(void)
     sc.params.seed = 4;
     sc.entry_temperature_K = 25.0;
     sc.max_steps = MD_STEPS + 10;
-    TU_CALL(mdf_stage_create, &sc, &md);
-    TU_CALL(mdf_stage_add_criterion, md, MDF_CRITERION_STEPS, MD_STEPS);
-    TU_CALL(mdf_fuse, relax, md, &fused);
+    mdf_stage *s = NULL;
+    TU_CALL(mdf_stage_create, &sc, &s);
+    TU_CALL(mdf_stage_add_criterion, s, MDF_CRITERION_STEPS, MD_STEPS);
+    return s;
+}
+
+static mdf_stage *relax_then_md(void)
+{
+    mdf_stage *fused = NULL;
+    TU_CALL(mdf_fuse, relax_part(), md_part(), &fused);
     return fused;
 }
 
@@ -272,24 +287,7 @@ static void alone(int i, double *pos, int64_t *step)
     TU_CALL(mdf_batch_create, &f, 1, NULL, &b);
     mdf_model *m = argon();
     /* The fused stage's parts, as plain stages run one after the other. */
-    mdf_stage_config sc;
-    mdf_stage_config_init(&sc);
-    sc.integrator = "fire";
-    sc.max_steps = 2000;
-    mdf_stage *relax = NULL, *md = NULL;
-    TU_CALL(mdf_stage_create, &sc, &relax);
-    TU_CALL(mdf_stage_add_criterion, relax, MDF_CRITERION_FMAX, 0.01);
-    mdf_stage_config_init(&sc);
-    sc.integrator = "langevin";
-    sc.status = 1;
-    sc.converged_status = 2;
-    sc.params.dt_fs = 5.0;
-    sc.params.temperature_K = 25.0;
-    sc.params.seed = 4;
-    sc.entry_temperature_K = 25.0;
-    sc.max_steps = MD_STEPS + 10;
-    TU_CALL(mdf_stage_create, &sc, &md);
-    TU_CALL(mdf_stage_add_criterion, md, MDF_CRITERION_STEPS, MD_STEPS);
+    mdf_stage *relax = relax_part(), *md = md_part();
     TU_CALL(mdf_stage_run, relax, b, m, NULL);
     TU_CALL(mdf_stage_run, md, b, m, NULL);
     mdf_frame out;
