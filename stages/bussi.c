@@ -13,10 +13,9 @@
  * drifts only by the integration error. A system with exactly zero kinetic
  * energy has nothing to rescale and stays cold: draw velocities first. */
 #include <math.h>
-#include "integrator.h"
 #include "mdflow/units.h"
 #include "../codelets/verlet/verlet_codelet.h"
-#include "../codelets/thermostat/thermostat_codelet.h"
+#include "thermostat.h"
 
 static mdf_status bussi_check(const mdf_dynamics_params *p, mdf_error *err)
 {
@@ -40,8 +39,7 @@ static int bussi_post(const mdf_step_ctx *c)
 {
     const mdf_shard *sh = c->sh;
     const mdf_dynamics_params *p = c->p;
-    mdf_thermo_handles h = {.vel = sh->vel, .force = sh->force, .atoms = sh->atoms, .sys = sh->sys,
-                            .res = sh->res, .state = sh->state};
+    mdf_thermo_handles h = mdf_thermo_handles_of(sh);
     mdf_thermo_args a = {.work = sh->natoms, .dt = c->dt, .kT = MDF_KB * p->temperature_K,
                          .c1 = exp(-p->dt_fs / p->bussi.tau_fs), .seed = p->seed, .status = c->status,
                          .nsys = sh->nsys, .kind = MDF_THERMO_BUSSI};

@@ -17,9 +17,8 @@
  * of the deterministic B and A steps: a drift monitor on it checks the time
  * step, as for NVE. */
 #include <math.h>
-#include "integrator.h"
 #include "mdflow/units.h"
-#include "../codelets/thermostat/thermostat_codelet.h"
+#include "thermostat.h"
 
 static mdf_status langevin_check(const mdf_dynamics_params *p, mdf_error *err)
 {
@@ -42,22 +41,16 @@ static mdf_thermo_args langevin_args(const mdf_step_ctx *c)
                              .status = c->status, .nsys = c->sh->nsys, .kind = MDF_THERMO_LANGEVIN};
 }
 
-static mdf_thermo_handles handles(const mdf_shard *sh)
-{
-    return (mdf_thermo_handles){.pos = sh->pos, .vel = sh->vel, .force = sh->force, .atoms = sh->atoms,
-                                .sys = sh->sys, .res = sh->res, .state = sh->state};
-}
-
 static int langevin_pre(const mdf_step_ctx *c)
 {
-    mdf_thermo_handles h = handles(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
     mdf_thermo_args a = langevin_args(c);
     return mdf_insert_langevin_pre(&h, &a);
 }
 
 static int langevin_post(const mdf_step_ctx *c)
 {
-    mdf_thermo_handles h = handles(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
     mdf_thermo_args a = langevin_args(c);
     return mdf_insert_thermo_post(&h, &a);
 }

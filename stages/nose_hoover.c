@@ -13,9 +13,8 @@
  * potential + kinetic + extra_energy is the extended system's conserved
  * energy (fluctuating as O(dt²), no systematic drift for a stable dt). */
 #include <math.h>
-#include "integrator.h"
 #include "mdflow/units.h"
-#include "../codelets/thermostat/thermostat_codelet.h"
+#include "thermostat.h"
 
 _Static_assert(MDF_NHC_MAX == MDF_NHC_LEN, "chain length limit agrees with the kernel's state layout");
 
@@ -45,22 +44,16 @@ static mdf_thermo_args nhc_args(const mdf_step_ctx *c)
                              .kind = MDF_THERMO_NHC};
 }
 
-static mdf_thermo_handles handles(const mdf_shard *sh)
-{
-    return (mdf_thermo_handles){.pos = sh->pos, .vel = sh->vel, .force = sh->force, .atoms = sh->atoms,
-                                .sys = sh->sys, .res = sh->res, .state = sh->state};
-}
-
 static int nhc_pre(const mdf_step_ctx *c)
 {
-    mdf_thermo_handles h = handles(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
     mdf_thermo_args a = nhc_args(c);
     return mdf_insert_nhc_pre(&h, &a);
 }
 
 static int nhc_post(const mdf_step_ctx *c)
 {
-    mdf_thermo_handles h = handles(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
     mdf_thermo_args a = nhc_args(c);
     return mdf_insert_thermo_post(&h, &a);
 }

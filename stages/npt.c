@@ -40,9 +40,8 @@
  * effective energy: potential + kinetic + extra_energy drifts only by the
  * integration error. */
 #include <math.h>
-#include "integrator.h"
 #include "mdflow/units.h"
-#include "../codelets/thermostat/thermostat_codelet.h"
+#include "thermostat.h"
 
 /* 1 bar in eV/Å³. */
 #define MDF_BAR_IN_EV_PER_A3 (1e-4 / MDF_EV_PER_A3_IN_GPA)
@@ -78,22 +77,16 @@ static mdf_thermo_args npt_args(const mdf_step_ctx *c)
                              .status = c->status, .nsys = c->sh->nsys, .kind = MDF_THERMO_NPT};
 }
 
-static mdf_thermo_handles handles(const mdf_shard *sh)
-{
-    return (mdf_thermo_handles){.pos = sh->pos, .vel = sh->vel, .force = sh->force, .atoms = sh->atoms,
-                                .sys = sh->sys, .res = sh->res, .state = sh->state};
-}
-
 static int npt_pre(const mdf_step_ctx *c)
 {
-    mdf_thermo_handles h = handles(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
     mdf_thermo_args a = npt_args(c);
     return mdf_insert_npt_pre(&h, &a);
 }
 
 static int npt_post(const mdf_step_ctx *c)
 {
-    mdf_thermo_handles h = handles(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
     mdf_thermo_args a = npt_args(c);
     return mdf_insert_thermo_post(&h, &a);
 }

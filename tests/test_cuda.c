@@ -316,10 +316,7 @@ int main(void)
     unsetenv("STARPU_NCPU");
     unsetenv("STARPU_NCPUS");
     unsetenv("STARPU_NCUDA");
-    tu_start(NULL, 1, 1);
-    int ncuda = mdf_runtime_cuda_workers();
-    tu_stop();
-    if (ncuda == 0) {
+    if (!tu_have_cuda_worker()) {
         printf("# no CUDA worker (no GPU, or a StarPU without CUDA): skipped\n");
         return TU_SKIP;
     }

@@ -273,30 +273,7 @@ static void perturb(mdf_frame *f, size_t n)
         for (int64_t k = 0; k < 3 * f[i].natoms; k++) f[i].positions[k] += EMU_JITTER * (2.0 * tu_rand(&s) - 1.0);
 }
 
-/* ---- a NaN for the detector (CPU-only codelet hook, as in test_hooks.c) ------- */
-
-typedef struct poison {
-    int64_t id, step;
-} poison;
-
-static void poison_cpu(void *buffers[], void *cl_arg)
-{
-    const mdf_hook_task_args *head = (const mdf_hook_task_args *)cl_arg;
-    poison p;
-    memcpy(&p, (const char *)cl_arg + sizeof *head, sizeof p);
-    if (head->step != p.step) return;
-    double *x = (double *)STARPU_VECTOR_GET_PTR(buffers[0]);
-    const mdf_sys_info *sys = (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[4]);
-    for (int32_t k = 0; k < head->nsys; k++)
-        if (sys[k].id == p.id && sys[k].status == head->status) x[3 * sys[k].atom_start] = NAN;
-}
-
-static struct starpu_codelet poison_cl = {
-    .cpu_funcs = {poison_cpu},
-    .nbuffers = 7,
-    .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R},
-    .name = "test_poison",
-};
+/* ---- a NaN for the detector (tu_poison_hook: a CPU-only codelet hook) --------- */
 
 #define POISON_ID 1
 #define POISON_STEP 7
@@ -431,9 +408,7 @@ static mdf_stage *make_stage(const case_spec *c, FILE *warn, run_result *r)
         TU_CALL(mdf_stage_add_hook, s, h);
     }
     if (c->hooks & HOOK_POISON) {
-        poison p0 = {.id = POISON_ID, .step = POISON_STEP};
-        TU_CALL(mdf_hook_create_codelet, "poison", MDF_AFTER_POST_UPDATE, 1, &poison_cl, &p0, sizeof p0, &h);
-        TU_CALL(mdf_stage_add_hook, s, h);
+        TU_CALL(mdf_stage_add_hook, s, tu_poison_hook(POISON_ID, POISON_STEP));
         TU_CALL(mdf_hook_create_nan_check, 1, MDF_NAN_QUARANTINE, warn, &h);
         TU_CALL(mdf_stage_add_hook, s, h);
     }
@@ -934,10 +909,7 @@ int main(void)
         printf("# MDF_TEST_CUDA_STAGE_EMULATE: both sides on CPU workers, inputs of the second moved by up to "
                "%g A: checks the test, not the CUDA codelets\n", EMU_JITTER);
     } else {
-        tu_start(NULL, 1, 1);
-        int ncuda = mdf_runtime_cuda_workers();
-        tu_stop();
-        if (ncuda == 0) {
+        if (!tu_have_cuda_worker()) {
             printf("# no CUDA worker (no GPU, or a StarPU without CUDA): skipped\n");
             return TU_SKIP;
         }

@@ -305,31 +305,6 @@ static void test_log_errors(void **state)
 
 /* ---- NaN detector --------------------------------------------------------------- */
 
-/* A codelet hook that puts a NaN into the x of the first atom of one
- * system at one step (7 buffers: pos RW, the rest R). */
-typedef struct poison {
-    int64_t id, step;
-} poison;
-
-static void poison_cpu(void *buffers[], void *cl_arg)
-{
-    const mdf_hook_task_args *head = (const mdf_hook_task_args *)cl_arg;
-    poison p;
-    memcpy(&p, (const char *)cl_arg + sizeof *head, sizeof p);
-    if (head->step != p.step) return;
-    double *x = (double *)STARPU_VECTOR_GET_PTR(buffers[0]);
-    const mdf_sys_info *sys = (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[4]);
-    for (int32_t k = 0; k < head->nsys; k++)
-        if (sys[k].id == p.id && sys[k].status == head->status) x[3 * sys[k].atom_start] = NAN;
-}
-
-static struct starpu_codelet poison_cl = {
-    .cpu_funcs = {poison_cpu},
-    .nbuffers = 7,
-    .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R},
-    .name = "test_poison",
-};
-
 #define NAN_SYS 4
 #define NAN_ID 2
 #define NAN_STEP 7
@@ -338,9 +313,7 @@ static struct starpu_codelet poison_cl = {
 static mdf_stage *nan_stage(mdf_nan_action action, FILE *warn, int64_t steps)
 {
     mdf_stage *s = nve_stage(steps, 5.0);
-    poison p = {.id = NAN_ID, .step = NAN_STEP};
-    mdf_hook *h = NULL;
-    TU_CALL(mdf_hook_create_codelet, "poison", MDF_AFTER_POST_UPDATE, 1, &poison_cl, &p, sizeof p, &h);
+    mdf_hook *h = tu_poison_hook(NAN_ID, NAN_STEP);
     add_hook(s, h);
     TU_CALL(mdf_hook_create_nan_check, 1, action, warn, &h);
     add_hook(s, h);

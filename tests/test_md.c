@@ -43,31 +43,6 @@ static int read_energies(FILE *fp, double *tot, int max)
     return n;
 }
 
-/* Σ_i tr(H_ii)/m_i / 3N for the LJ system (shifted LJ has the same φ', φ''). */
-static double einstein_omega2(const mdf_frame *f)
-{
-    double sum = 0.0;
-    for (int64_t i = 0; i < f->natoms; i++)
-        for (int64_t j = 0; j < f->natoms; j++)
-            for (int a = -1; a <= 1; a++)
-                for (int b = -1; b <= 1; b++)
-                    for (int c = -1; c <= 1; c++) {
-                        if (i == j && !a && !b && !c) continue;
-                        double r2 = 0.0;
-                        for (int q = 0; q < 3; q++) {
-                            double d = f->positions[3 * j + q] - f->positions[3 * i + q] + a * f->cell[q] +
-                                       b * f->cell[3 + q] + c * f->cell[6 + q];
-                            r2 += d * d;
-                        }
-                        if (r2 >= AR_RC * AR_RC) continue;
-                        double r = sqrt(r2), s6 = pow(AR_SIG / r, 6);
-                        double d1 = 4 * AR_EPS * (-12 * s6 * s6 + 6 * s6) / r;
-                        double d2 = 4 * AR_EPS * (156 * s6 * s6 - 42 * s6) / r2;
-                        sum += (d2 + 2 * d1 / r) / f->masses[i];
-                    }
-    return sum / (3.0 * (double)f->natoms);
-}
-
 typedef struct nve_run {
     double max_dev, rms_dev, bound;
 } nve_run;
@@ -101,7 +76,9 @@ static nve_run run_liquid(const mdf_frame *start, double dt, int steps)
     mdf_system_view v;
     TU_CALL(mdf_batch_get_system, b, 0, &v);
     double kT = 2.0 * v.kinetic_energy / (3.0 * (double)start->natoms - 3.0);
-    r.bound = 3.0 * (double)start->natoms * kT * einstein_omega2(start) * pow(mdf_fs_to_internal(dt), 2) / 4.0;
+    /* Shifted LJ has the same φ' and φ'' as the plain one. */
+    double omega2 = tu_lj_einstein_omega2(start, AR_EPS, AR_SIG, AR_RC);
+    r.bound = 3.0 * (double)start->natoms * kT * omega2 * pow(mdf_fs_to_internal(dt), 2) / 4.0;
     free(e);
     fclose(log);
     mdf_batch_destroy(b);

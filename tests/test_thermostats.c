@@ -240,32 +240,6 @@ static void test_bussi_canonical(void **state)
 
 /* ---- 2. Nosé–Hoover chain ------------------------------------------------------------- */
 
-/* (1/3N) Σ_i tr(∂²U/∂r_i²)/m_i for LJ argon within rc (as test_md); images
- * only along periodic directions. */
-static double einstein_omega2(const mdf_frame *f, double rc)
-{
-    double sum = 0.0;
-    int per = f->pbc[0] && f->pbc[1] && f->pbc[2];
-    for (int64_t i = 0; i < f->natoms; i++)
-        for (int64_t j = 0; j < f->natoms; j++)
-            for (int a = -per; a <= per; a++)
-                for (int b = -per; b <= per; b++)
-                    for (int c = -per; c <= per; c++) {
-                        if (i == j && !a && !b && !c) continue;
-                        double r2 = 0.0;
-                        for (int q = 0; q < 3; q++) {
-                            double d = f->positions[3 * j + q] - f->positions[3 * i + q] + a * f->cell[q] +
-                                       b * f->cell[3 + q] + c * f->cell[6 + q];
-                            r2 += d * d;
-                        }
-                        if (r2 >= rc * rc) continue;
-                        double r = sqrt(r2), s6 = pow(AR_SIG / r, 6);
-                        double d1 = 4 * AR_EPS * (-12 * s6 * s6 + 6 * s6) / r;
-                        double d2 = 4 * AR_EPS * (156 * s6 * s6 - 42 * s6) / r2;
-                        sum += (d2 + 2 * d1 / r) / mdf_element_mass(18);
-                    }
-    return sum / (3.0 * (double)f->natoms);
-}
 
 typedef struct nhc_result {
     double max_dev, rms_dev, bound, ke_mean, kbar;
@@ -302,7 +276,7 @@ static nhc_result run_nhc(const mdf_frame *f, double rc, double T, int draw, con
     int cnt = 0, nk = 0;
     for (int s = 0; s < NH_SYS; s++) {
         assert_int_equal(smp->n[s], steps + 1);
-        double bound = 3.0 * n * kT * einstein_omega2(&f[s], rc) * pow(mdf_fs_to_internal(dt), 2) / 4.0;
+        double bound = 3.0 * n * kT * tu_lj_einstein_omega2(&f[s], AR_EPS, AR_SIG, rc) * pow(mdf_fs_to_internal(dt), 2) / 4.0;
         r.bound = s == 0 ? bound : fmin(r.bound, bound);
         for (int i = 0; i <= steps; i++) {
             size_t at = (size_t)s * (size_t)(steps + 1) + (size_t)i;

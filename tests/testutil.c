@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <starpu.h>
+#include "../codelets/common/mdf_kernel_common.h"
 #include "testutil.h"
 
 void tu_start(const char *sched, int ncpus, int want_cuda)
@@ -210,4 +212,70 @@ mdf_frame tu_fcc_cluster(double a, double r_over_a, double jitter, uint64_t seed
         f.numbers[i] = 18;
     }
     return f;
+}
+
+double tu_lj_einstein_omega2(const mdf_frame *f, double epsilon, double sigma, double rc)
+{
+    double sum = 0.0;
+    int per = f->pbc[0] && f->pbc[1] && f->pbc[2];
+    for (int64_t i = 0; i < f->natoms; i++) {
+        double mass = f->masses ? f->masses[i] : mdf_element_mass(f->numbers[i]);
+        for (int64_t j = 0; j < f->natoms; j++)
+            for (int a = -per; a <= per; a++)
+                for (int b = -per; b <= per; b++)
+                    for (int c = -per; c <= per; c++) {
+                        if (i == j && !a && !b && !c) continue;
+                        double r2 = 0.0;
+                        for (int q = 0; q < 3; q++) {
+                            double d = f->positions[3 * j + q] - f->positions[3 * i + q] + a * f->cell[q] +
+                                       b * f->cell[3 + q] + c * f->cell[6 + q];
+                            r2 += d * d;
+                        }
+                        if (r2 >= rc * rc) continue;
+                        double r = sqrt(r2), s6 = pow(sigma / r, 6);
+                        double d1 = 4 * epsilon * (-12 * s6 * s6 + 6 * s6) / r;
+                        double d2 = 4 * epsilon * (156 * s6 * s6 - 42 * s6) / r2;
+                        sum += (d2 + 2 * d1 / r) / mass;
+                    }
+    }
+    return sum / (3.0 * (double)f->natoms);
+}
+
+typedef struct tu_poison {
+    int64_t id, step;
+} tu_poison;
+
+static void tu_poison_cpu(void *buffers[], void *cl_arg)
+{
+    const mdf_hook_task_args *head = (const mdf_hook_task_args *)cl_arg;
+    tu_poison p;
+    memcpy(&p, (const char *)cl_arg + sizeof *head, sizeof p);
+    if (head->step != p.step) return;
+    double *x = (double *)STARPU_VECTOR_GET_PTR(buffers[0]);
+    const mdf_sys_info *sys = (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[4]);
+    for (int32_t k = 0; k < head->nsys; k++)
+        if (sys[k].id == p.id && sys[k].status == head->status) x[3 * sys[k].atom_start] = NAN;
+}
+
+static struct starpu_codelet tu_poison_cl = {
+    .cpu_funcs = {tu_poison_cpu},
+    .nbuffers = 7,
+    .modes = {STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R},
+    .name = "test_poison",
+};
+
+mdf_hook *tu_poison_hook(int64_t id, int64_t step)
+{
+    tu_poison p = {.id = id, .step = step};
+    mdf_hook *h = NULL;
+    TU_CALL(mdf_hook_create_codelet, "poison", MDF_AFTER_POST_UPDATE, 1, &tu_poison_cl, &p, sizeof p, &h);
+    return h;
+}
+
+int tu_have_cuda_worker(void)
+{
+    tu_start(NULL, 1, 1);
+    int ncuda = mdf_runtime_cuda_workers();
+    tu_stop();
+    return ncuda > 0;
 }

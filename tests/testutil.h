@@ -34,6 +34,21 @@ mdf_frame tu_random(int n, const double cell[9], const int pbc[3], double min_di
  * 64 atoms. */
 mdf_frame tu_fcc_cluster(double a, double r_over_a, double jitter, uint64_t seed);
 
+/* The Einstein frequency² of an LJ system, (1/3N) Σ_i tr(∂²U/∂r_i²)/m_i,
+ * from pairs within rc (images ±1 along every direction when all three are
+ * periodic); masses from the frame or the element table. The harmonic
+ * shadow-energy bounds of the NVE and Nosé–Hoover tests use it. */
+double tu_lj_einstein_omega2(const mdf_frame *f, double epsilon, double sigma, double rc);
+
+/* A codelet hook (AFTER_POST_UPDATE, every step) that puts a NaN into the x
+ * of the first atom of system `id` at stage step `step`: how tests feed the
+ * NaN detector (inputs are validated finite). CPU only. */
+mdf_hook *tu_poison_hook(int64_t id, int64_t step);
+
+/* 1 if StarPU, started with one CPU and CUDA allowed, has a CUDA worker
+ * (StarPU is stopped again). */
+int tu_have_cuda_worker(void);
+
 /* Argon Lennard-Jones (ε 0.0104 eV, σ 3.40 Å). */
 mdf_lj_config tu_argon(double cutoff, int shift);
 
