@@ -246,5 +246,10 @@ else
         "exit status $rc; frames $nframes; ids out of order $ids"
     show stdout "$T/stdout"; show stderr "$T/stderr"
 fi
+# The default asks for no log: no per-stage log file may appear (it once
+# wrote ".relax" and ".md", the stage names on an empty path).
+stray=$(ls -A | grep -E '^\.' | tr '\n' ' ')
+if [ -z "$stray" ]; then pass "mdflow run without output.log writes no log file"; else
+    fail "mdflow run without output.log writes no log file" "found: $stray"; fi
 
 finish

@@ -897,6 +897,10 @@ void wf_composition_text(const mdf_workflow *wf, char *out, size_t size)
 
 void wf_log_path(const mdf_workflow *wf, int k, char *out, size_t size)
 {
+    if (!*wf->log) { /* no log asked: no file, whatever the stages */
+        if (size) *out = '\0';
+        return;
+    }
     if (wf->ncomp <= 1) {
         snprintf(out, size, "%s", wf->log);
         return;
