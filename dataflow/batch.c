@@ -431,6 +431,60 @@ mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_b
     return MDF_OK;
 }
 
+/* ---- checkpoints ------------------------------------------------------------ */
+
+static void renumber(mdf_batch *b);
+
+mdf_status mdf_batch_alloc_layout(int nshards, const int32_t *atom_cap, const int32_t *sys_cap, mdf_batch **out,
+                                  mdf_error *err)
+{
+    *out = NULL;
+    if (nshards < 1) return mdf_error_set(err, MDF_ERR_INVALID, "a batch needs at least one shard");
+    mdf_batch *b = calloc(1, sizeof *b);
+    if (!b) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a batch");
+    b->nshards = nshards;
+    for (int k = 0; k < nshards; k++) {
+        if (atom_cap[k] < 1 || sys_cap[k] < 1) {
+            free(b);
+            return mdf_error_set(err, MDF_ERR_INVALID, "shard %d has no capacity (%d atoms, %d systems)", k,
+                                 atom_cap[k], sys_cap[k]);
+        }
+        b->atom_cap += atom_cap[k];
+        b->sys_cap += (size_t)sys_cap[k];
+    }
+    if (b->atom_cap > ((int64_t)1 << 26)) {
+        int64_t atoms = b->atom_cap;
+        free(b);
+        return mdf_error_set(err, MDF_ERR_INVALID, "a batch holds at most %lld atoms, not %lld", (long long)1 << 26,
+                             (long long)atoms);
+    }
+    mdf_status st = alloc_arrays(b, err);
+    int64_t atom_off = 0, sys_off = 0;
+    for (int k = 0; st == MDF_OK && k < nshards; k++) {
+        mdf_shard *sh = &b->shards[k];
+        sh->index = k;
+        sh->atom_cap = atom_cap[k];
+        sh->sys_cap = sys_cap[k];
+        sh->atom_off = atom_off;
+        sh->sys_off = sys_off;
+        atom_off += atom_cap[k];
+        sys_off += sys_cap[k];
+    }
+    if (st != MDF_OK) {
+        free_arrays(b);
+        free(b);
+        return st;
+    }
+    *out = b;
+    return MDF_OK;
+}
+
+void mdf_batch_register_loaded(mdf_batch *b)
+{
+    renumber(b);
+    for (int k = 0; k < b->nshards; k++) register_shard(b, &b->shards[k]);
+}
+
 #define MDF_SHARD_HANDLES 7
 
 /* Every handle of a shard, for loops that treat them alike. */

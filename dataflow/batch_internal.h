@@ -61,6 +61,16 @@ mdf_status mdf_batch_append(mdf_batch *b, int k, const mdf_frame *f, size_t inde
 /* Validates a frame as mdf_batch_create does (index names it in messages). */
 mdf_status mdf_batch_check_frame(const mdf_frame *f, size_t index, mdf_error *err);
 
+/* ---- checkpoints (host side) ------------------------------------------------ */
+
+/* An empty batch with shards of the given capacities (arrays zeroed, meta
+ * empty, no handle registered yet): a checkpoint fills the arrays and each
+ * shard's natoms and nsys, then mdf_batch_register_loaded makes it live. */
+mdf_status mdf_batch_alloc_layout(int nshards, const int32_t *atom_cap, const int32_t *sys_cap, mdf_batch **out,
+                                  mdf_error *err);
+/* Numbers the systems in shard order and registers every shard's handles. */
+void mdf_batch_register_loaded(mdf_batch *b);
+
 /* Shard holding slot `slot` (shards are few; a linear scan is enough). */
 static inline const mdf_shard *mdf_batch_slot_shard(const struct mdf_batch *b, int64_t slot)
 {

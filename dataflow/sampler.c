@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mdflow/sampler.h"
+#include "sampler_internal.h"
 #include "../codelets/nlist/nlist_kernel.h"
 
 struct mdf_sampler {
@@ -177,4 +177,24 @@ size_t mdf_sampler_take(mdf_sampler *s, int64_t free_atoms, int64_t free_pairs, 
         take_one(s, i, &r);
     }
     return n;
+}
+
+/* ---- checkpoints ------------------------------------------------------------------ */
+
+void mdf_sampler_get_taken(const mdf_sampler *s, unsigned char *taken) { memcpy(taken, s->taken, s->n); }
+
+mdf_status mdf_sampler_set_taken(mdf_sampler *s, const unsigned char *taken, size_t n, mdf_error *err)
+{
+    if (n != s->n)
+        return mdf_error_set(err, MDF_ERR_INVALID, "the sampler's position covers %zu systems, its dataset has %zu", n,
+                             s->n);
+    s->remaining = s->n;
+    for (size_t i = 0; i < n; i++) {
+        s->taken[i] = taken[i] != 0;
+        s->remaining -= s->taken[i];
+    }
+    /* take() keeps no other state: the oldest waiting system follows. */
+    s->oldest = 0;
+    while (s->oldest < s->n && s->taken[s->oldest]) s->oldest++;
+    return MDF_OK;
 }

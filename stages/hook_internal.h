@@ -69,6 +69,12 @@ typedef struct mdf_hook_ops {
     int (*submit)(mdf_hook *h, const mdf_hook_ctx *c);  /* StarPU's return code */
     mdf_status (*end)(mdf_hook *h, mdf_error *err);     /* optional */
     void (*destroy_impl)(void *impl);                    /* optional */
+    /* Checkpoints (optional; called with no task pending): save writes the
+     * hook's position in its outputs (e.g. systems stored by its sinks) to
+     * buf (at most cap bytes) and returns the size used (-1: too small);
+     * restore returns the outputs to that position when a run resumes. */
+    long (*save)(mdf_hook *h, void *buf, size_t cap);
+    mdf_status (*restore)(mdf_hook *h, const void *buf, size_t n, mdf_error *err);
 } mdf_hook_ops;
 
 struct mdf_hook {

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "inflight.h"
+#include "checkpoint.h"
 #include "../dataflow/compute.h"
+#include "../dataflow/sampler_internal.h"
 
 #define MDF_DEFAULT_REFILL 10
 
@@ -14,6 +16,9 @@ struct mdf_inflight {
     int64_t exited, budget_exits;
     int32_t exit_status;
     int32_t status;              /* where new systems start */
+    int keep_exits;              /* checkpoints: keep the final frames handed out */
+    mdf_bytes exits;             /* ... packed (mdf_ckpt_pack_frame), in hand-out order */
+    int64_t nexits;
 };
 
 void mdf_inflight_config_init(mdf_inflight_config *cfg)
@@ -144,8 +149,11 @@ static void count_shard_pairs(mdf_inflight *in, const mdf_batch *b)
     }
 }
 
+static mdf_status load_state(mdf_inflight *in, const mdf_ckpt *ck, mdf_batch **out, mdf_error *err);
+
 mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *m, double skin, int32_t status,
-                               int32_t exit, mdf_batch **batch, mdf_inflight **out, mdf_error *err)
+                               int32_t exit, const mdf_ckpt *resume, mdf_batch **batch, mdf_inflight **out,
+                               mdf_error *err)
 {
     *out = NULL;
     *batch = NULL;
@@ -154,6 +162,12 @@ mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *
         return mdf_error_set(err, MDF_ERR_INVALID, "refill_interval %lld must be >= 1 step",
                              (long long)cfg->refill_interval);
     if (cfg->nshards < 0) return mdf_error_set(err, MDF_ERR_INVALID, "the shard count must be >= 0 (0: automatic)");
+    if (cfg->checkpoint_every < 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "checkpoint_every %lld must be >= 0 steps (0: only at exit)",
+                             (long long)cfg->checkpoint_every);
+    if ((cfg->checkpoint_every > 0 || cfg->resume) && (!cfg->checkpoint_path || !*cfg->checkpoint_path))
+        return mdf_error_set(err, MDF_ERR_INVALID, "%s needs a checkpoint file: set checkpoint_path",
+                             cfg->resume ? "resuming" : "checkpoint_every");
     mdf_sampler_config budgets = mdf_sampler_get_config(cfg->sampler);
     if (budgets.max_atoms > ((int64_t)1 << 26))
         return mdf_error_set(err, MDF_ERR_INVALID,
@@ -166,13 +180,19 @@ mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *
     in->cfg = *cfg;
     in->status = status;
     in->exit_status = exit;
+    in->keep_exits = cfg->checkpoint_path != NULL;
     mdf_sampler_config sc = mdf_sampler_get_config(cfg->sampler);
-    int64_t sys_cap = system_capacity(cfg->sampler, &sc);
-    st = first_batch(in, &sc, sys_cap, cfg->nshards, batch, err);
-    if (st == MDF_OK) st = mark_entered(*batch, err);
-    if (st == MDF_OK) {
-        in->shard_pairs = calloc((size_t)(*batch)->nshards, sizeof *in->shard_pairs);
-        if (!in->shard_pairs) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for inflight batching");
+    if (resume) {
+        st = load_state(in, resume, batch, err);
+    } else {
+        int64_t sys_cap = system_capacity(cfg->sampler, &sc);
+        st = first_batch(in, &sc, sys_cap, cfg->nshards, batch, err);
+        if (st == MDF_OK) st = mark_entered(*batch, err);
+        if (st == MDF_OK) {
+            in->shard_pairs = calloc((size_t)(*batch)->nshards, sizeof *in->shard_pairs);
+            if (!in->shard_pairs) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for inflight batching");
+        }
+        if (st == MDF_OK) count_shard_pairs(in, *batch);
     }
     if (st != MDF_OK) {
         mdf_batch_destroy(*batch);
@@ -180,7 +200,6 @@ mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *
         mdf_inflight_destroy(in);
         return st;
     }
-    count_shard_pairs(in, *batch);
     *out = in;
     return MDF_OK;
 }
@@ -189,6 +208,7 @@ void mdf_inflight_destroy(mdf_inflight *in)
 {
     if (!in) return;
     free(in->shard_pairs);
+    mdf_bytes_free(&in->exits);
     free(in);
 }
 
@@ -211,8 +231,9 @@ static int outside(int32_t status, void *user)
     return status < r->lo || status > r->hi;
 }
 
-/* Hands system i (batch order, batch on the host) to on_exit. */
-static mdf_status hand_out(mdf_inflight *in, mdf_batch *b, size_t i, mdf_error *err)
+/* Hands system i (batch order, batch on the host) to on_exit; with
+ * `record`, a checkpoint keeps its final frame (a resumed run replays it). */
+static mdf_status hand_out(mdf_inflight *in, mdf_batch *b, size_t i, int record, mdf_error *err)
 {
     mdf_system_view v;
     mdf_status st = mdf_batch_get_system(b, i, &v, err);
@@ -221,11 +242,21 @@ static mdf_status hand_out(mdf_inflight *in, mdf_batch *b, size_t i, mdf_error *
         in->exited++;
         in->budget_exits += (v.flags & MDF_SYS_BUDGET_EXIT) != 0;
     }
-    if (!in->cfg.on_exit) return MDF_OK;
+    record = record && in->keep_exits;
+    if (!in->cfg.on_exit && !record) return MDF_OK;
     mdf_frame f;
     st = mdf_batch_get_frame(b, i, &f, err);
     if (st != MDF_OK) return st;
-    int stop = in->cfg.on_exit(in->cfg.user, &f, &v);
+    if (record) {
+        mdf_ckpt_pack_frame(&in->exits, &f, &v);
+        in->nexits++;
+        if (in->exits.failed) {
+            mdf_frame_free(&f);
+            return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to keep the final frame of system %lld for "
+                                 "checkpoints", (long long)v.id);
+        }
+    }
+    int stop = in->cfg.on_exit ? in->cfg.on_exit(in->cfg.user, &f, &v) : 0;
     mdf_frame_free(&f);
     if (stop)
         return mdf_error_set(err, MDF_ERR_IO, "the receiver of finished systems stopped the run at system id %lld",
@@ -258,14 +289,18 @@ static mdf_status fill_shard(mdf_inflight *in, mdf_batch *b, int k, size_t *adde
     return st;
 }
 
-mdf_status mdf_inflight_refill(mdf_inflight *in, mdf_batch *b, int32_t lo, int32_t hi, size_t *added, mdf_error *err)
+mdf_status mdf_inflight_refill(mdf_inflight *in, mdf_batch *b, int32_t lo, int32_t hi, size_t *added, size_t *removed,
+                               mdf_error *err)
 {
-    *added = 0;
+    *added = *removed = 0;
     mdf_status st = mdf_batch_acquire_all(b, err);
     if (st != MDF_OK) return st;
     range r = {.lo = lo, .hi = hi};
     for (size_t i = 0; st == MDF_OK && i < b->nsys; i++)
-        if (outside(b->sys[b->sys_slot[i]].status, &r)) st = hand_out(in, b, i, err);
+        if (outside(b->sys[b->sys_slot[i]].status, &r)) {
+            st = hand_out(in, b, i, 1, err);
+            (*removed)++;
+        }
     if (st == MDF_OK) {
         mdf_batch_remove_done(b, outside, &r);
         count_shard_pairs(in, b);
@@ -278,6 +313,297 @@ mdf_status mdf_inflight_refill(mdf_inflight *in, mdf_batch *b, int32_t lo, int32
 mdf_status mdf_inflight_finish(mdf_inflight *in, mdf_batch *b, mdf_error *err)
 {
     mdf_status st = MDF_OK; /* the caller synchronised the batch */
-    for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) st = hand_out(in, b, i, err);
+    for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) st = hand_out(in, b, i, 0, err);
     return st;
+}
+
+/* ---- checkpoints ------------------------------------------------------------------ */
+
+/* The dataset: sizes, elements, masses, positions, velocities, cells, ids. */
+static uint64_t dataset_hash(const mdf_sampler *s, int64_t *natoms)
+{
+    uint64_t h = MDF_HASH_INIT;
+    *natoms = 0;
+    for (size_t i = 0; i < mdf_sampler_size(s); i++) {
+        const mdf_frame *f = mdf_sampler_frame(s, i);
+        size_t n = (size_t)f->natoms;
+        *natoms += f->natoms;
+        h = mdf_hash_i64(h, f->natoms);
+        h = mdf_hash(h, f->numbers, sizeof(int32_t) * n);
+        h = mdf_hash(h, f->positions, sizeof(double) * 3 * n);
+        if (f->velocities) h = mdf_hash(h, f->velocities, sizeof(double) * 3 * n);
+        if (f->masses) h = mdf_hash(h, f->masses, sizeof(double) * n);
+        h = mdf_hash(h, f->cell, sizeof f->cell);
+        for (int k = 0; k < 3; k++) h = mdf_hash_i64(h, f->pbc[k]);
+        h = mdf_hash_i64(h, frame_id(f, i));
+    }
+    return h;
+}
+
+/* The sampler's budgets and the cadences that decide when systems move. */
+static uint64_t config_hash(const mdf_inflight *in)
+{
+    mdf_sampler_config sc = mdf_sampler_get_config(in->cfg.sampler);
+    uint64_t h = MDF_HASH_INIT;
+    h = mdf_hash_i64(h, sc.max_atoms);
+    h = mdf_hash_i64(h, sc.max_pairs);
+    h = mdf_hash_i64(h, sc.max_systems);
+    h = mdf_hash_f64(h, sc.pair_cutoff);
+    h = mdf_hash_i64(h, in->cfg.refill_interval);
+    h = mdf_hash_i64(h, in->cfg.checkpoint_every);
+    return h;
+}
+
+static void pack_meta(mdf_bytes *out, const mdf_batch *b)
+{
+    for (size_t slot = 0; slot < b->sys_cap; slot++) {
+        const mdf_sys_meta *m = &b->meta[slot];
+        mdf_bytes_put_i64(out, (int64_t)m->ninfo);
+        for (size_t k = 0; k < m->ninfo; k++) {
+            mdf_bytes_put_str(out, m->info[k].key);
+            mdf_bytes_put_str(out, m->info[k].value);
+        }
+    }
+}
+
+static mdf_status put_batch(mdf_ckpt *ck, const mdf_batch *b, mdf_error *err)
+{
+    int64_t *layout = malloc(sizeof *layout * 4 * (size_t)b->nshards);
+    if (!layout) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a checkpoint");
+    for (int k = 0; k < b->nshards; k++) {
+        const mdf_shard *sh = &b->shards[k];
+        layout[4 * k] = sh->atom_cap;
+        layout[4 * k + 1] = sh->sys_cap;
+        layout[4 * k + 2] = sh->natoms;
+        layout[4 * k + 3] = sh->nsys;
+    }
+    size_t na = (size_t)b->atom_cap, ns = b->sys_cap;
+    mdf_status st = mdf_ckpt_put_i64(ck, "batch.layout", layout, 4 * (size_t)b->nshards, err);
+    free(layout);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "batch.pos", b->pos, sizeof(double), 3 * na, err);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "batch.vel", b->vel, sizeof(double), 3 * na, err);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "batch.force", b->force, sizeof(double), 3 * na, err);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "batch.atoms", b->atoms, sizeof(mdf_atom_info), na, err);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "batch.sys", b->sys, sizeof(mdf_sys_info), ns, err);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "batch.res", b->res, sizeof(mdf_sys_result), ns, err);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "batch.state", b->state, sizeof(mdf_sys_state), ns, err);
+    if (st == MDF_OK) st = mdf_ckpt_put_i64(ck, "batch.sys_slot", b->sys_slot, b->nsys, err);
+    mdf_bytes meta = {0};
+    pack_meta(&meta, b);
+    if (st == MDF_OK && meta.failed) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a checkpoint");
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "batch.meta", meta.p, 1, meta.n, err);
+    mdf_bytes_free(&meta);
+    return st;
+}
+
+mdf_status mdf_inflight_save(const mdf_inflight *in, const mdf_batch *b, mdf_ckpt *ck, mdf_error *err)
+{
+    const mdf_sampler *s = in->cfg.sampler;
+    size_t n = mdf_sampler_size(s);
+    int64_t natoms = 0;
+    uint64_t dh = dataset_hash(s, &natoms);
+    int64_t dataset[3] = {(int64_t)n, natoms, (int64_t)dh};
+    int64_t config = (int64_t)config_hash(in);
+    int64_t counters[4] = {in->exited, in->budget_exits, in->pair_cap, in->nexits};
+    mdf_status st = mdf_ckpt_put_i64(ck, "dataset.fingerprint", dataset, 3, err);
+    if (st == MDF_OK) st = mdf_ckpt_put_i64(ck, "inflight.config", &config, 1, err);
+    if (st == MDF_OK) st = mdf_ckpt_put_i64(ck, "inflight.counters", counters, 4, err);
+    if (st == MDF_OK) st = mdf_ckpt_put_i64(ck, "inflight.shard_pairs", in->shard_pairs, (size_t)b->nshards, err);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "inflight.exits", in->exits.p, 1, in->exits.n, err);
+    unsigned char *taken = malloc(n ? n : 1);
+    if (st == MDF_OK && !taken) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a checkpoint");
+    if (st == MDF_OK) {
+        mdf_sampler_get_taken(s, taken);
+        st = mdf_ckpt_put(ck, "sampler.taken", taken, 1, n, err);
+    }
+    free(taken);
+    if (st == MDF_OK) st = put_batch(ck, b, err);
+    return st;
+}
+
+/* The checkpoint belongs to this dataset and these budgets, or an error says what differs. */
+static mdf_status check_fingerprints(const mdf_inflight *in, const mdf_ckpt *ck, mdf_error *err)
+{
+    const char *path = mdf_ckpt_path(ck);
+    const int64_t *d = mdf_ckpt_get(ck, "dataset.fingerprint", sizeof(int64_t), 3, NULL, err);
+    if (!d) return err ? err->code : MDF_ERR_PARSE;
+    int64_t natoms = 0;
+    uint64_t h = dataset_hash(in->cfg.sampler, &natoms);
+    size_t n = mdf_sampler_size(in->cfg.sampler);
+    if (d[0] != (int64_t)n || d[1] != natoms)
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "checkpoint '%s' belongs to another dataset: it was written for %lld systems of %lld "
+                             "atoms in all, this run's input has %zu systems of %lld atoms: resume with the input it "
+                             "was written for, or start afresh without resuming", path, (long long)d[0],
+                             (long long)d[1], n, (long long)natoms);
+    if ((uint64_t)d[2] != h)
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "checkpoint '%s' belongs to another dataset: the input has the same %zu systems and "
+                             "%lld atoms, but other elements, positions, velocities, cells or ids: resume with the "
+                             "input it was written for, or start afresh without resuming", path, n, (long long)natoms);
+    int64_t config = 0;
+    mdf_status st = mdf_ckpt_get_i64(ck, "inflight.config", &config, err);
+    if (st != MDF_OK) return st;
+    if ((uint64_t)config != config_hash(in))
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "checkpoint '%s' was written with other sampler budgets (max_atoms, max_pairs, "
+                             "max_systems), refill interval or checkpoint interval: resume with the settings it was "
+                             "written with, or start afresh without resuming", path);
+    return MDF_OK;
+}
+
+static mdf_status damaged(const mdf_ckpt *ck, const char *what, mdf_error *err)
+{
+    return mdf_error_set(err, MDF_ERR_PARSE, "checkpoint '%s' is inconsistent (%s): start the run afresh without "
+                         "resuming", mdf_ckpt_path(ck), what);
+}
+
+static mdf_status unpack_meta(const mdf_ckpt *ck, mdf_batch *b, mdf_error *err)
+{
+    size_t n = 0;
+    const unsigned char *p = mdf_ckpt_get(ck, "batch.meta", 1, (size_t)-1, &n, err);
+    if (!p) return err ? err->code : MDF_ERR_PARSE;
+    mdf_bytes_in in = {.p = p, .n = n};
+    for (size_t slot = 0; slot < b->sys_cap && !in.failed; slot++) {
+        int64_t ninfo = mdf_bytes_get_i64(&in);
+        if (ninfo < 0 || (uint64_t)ninfo > n) break;
+        mdf_sys_meta *m = &b->meta[slot];
+        m->info = calloc(ninfo ? (size_t)ninfo : 1, sizeof *m->info);
+        if (!m->info) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to load a checkpoint");
+        for (int64_t k = 0; k < ninfo && !in.failed; k++) {
+            m->info[k].key = mdf_bytes_get_str(&in);
+            m->info[k].value = mdf_bytes_get_str(&in);
+            if (m->info[k].key && m->info[k].value) m->ninfo++;
+            else {
+                free(m->info[k].key);
+                free(m->info[k].value);
+            }
+        }
+    }
+    if (in.failed || in.at != n) return damaged(ck, "the systems' info keys", err);
+    return MDF_OK;
+}
+
+static mdf_status get_batch(const mdf_ckpt *ck, mdf_batch **out, mdf_error *err)
+{
+    size_t n = 0;
+    const int64_t *layout = mdf_ckpt_get(ck, "batch.layout", sizeof(int64_t), (size_t)-1, &n, err);
+    if (!layout) return err ? err->code : MDF_ERR_PARSE;
+    int nshards = (int)(n / 4);
+    if (n % 4 || nshards < 1 || nshards > (1 << 20)) return damaged(ck, "the shard layout", err);
+    int32_t *caps = malloc(sizeof *caps * 2 * (size_t)nshards);
+    if (!caps) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to load a checkpoint");
+    mdf_status st = MDF_OK;
+    for (int k = 0; k < nshards; k++) {
+        const int64_t *l = layout + 4 * k;
+        if (l[0] < 1 || l[1] < 1 || l[0] > INT32_MAX || l[1] > INT32_MAX || l[2] < 0 || l[2] > l[0] || l[3] < 0 ||
+            l[3] > l[1])
+            st = damaged(ck, "the shard layout", err);
+        caps[k] = (int32_t)l[0];
+        caps[nshards + k] = (int32_t)l[1];
+    }
+    mdf_batch *b = NULL;
+    if (st == MDF_OK) st = mdf_batch_alloc_layout(nshards, caps, caps + nshards, &b, err);
+    free(caps);
+    if (st != MDF_OK) return st;
+    size_t na = (size_t)b->atom_cap, ns = b->sys_cap;
+    struct {
+        const char *name;
+        void *dst;
+        size_t elem, count;
+    } arrays[] = {{"batch.pos", b->pos, sizeof(double), 3 * na},
+                  {"batch.vel", b->vel, sizeof(double), 3 * na},
+                  {"batch.force", b->force, sizeof(double), 3 * na},
+                  {"batch.atoms", b->atoms, sizeof(mdf_atom_info), na},
+                  {"batch.sys", b->sys, sizeof(mdf_sys_info), ns},
+                  {"batch.res", b->res, sizeof(mdf_sys_result), ns},
+                  {"batch.state", b->state, sizeof(mdf_sys_state), ns}};
+    for (size_t a = 0; st == MDF_OK && a < sizeof arrays / sizeof arrays[0]; a++) {
+        const void *p = mdf_ckpt_get(ck, arrays[a].name, arrays[a].elem, arrays[a].count, NULL, err);
+        if (!p) st = err ? err->code : MDF_ERR_PARSE;
+        else memcpy(arrays[a].dst, p, arrays[a].elem * arrays[a].count);
+    }
+    for (int k = 0; k < b->nshards; k++) {
+        b->shards[k].natoms = (int32_t)layout[4 * k + 2];
+        b->shards[k].nsys = (int32_t)layout[4 * k + 3];
+    }
+    if (st == MDF_OK) st = unpack_meta(ck, b, err);
+    if (st == MDF_OK) {
+        mdf_batch_register_loaded(b);
+        /* The systems in shard order are the batch's order: the saved one must agree. */
+        const int64_t *slot = mdf_ckpt_get(ck, "batch.sys_slot", sizeof(int64_t), b->nsys, NULL, err);
+        if (!slot) st = err ? err->code : MDF_ERR_PARSE;
+        else if (memcmp(slot, b->sys_slot, sizeof(int64_t) * b->nsys) != 0)
+            st = damaged(ck, "the order of the systems", err);
+    }
+    /* Every system's atoms lie within its shard's fill. */
+    for (int k = 0; st == MDF_OK && k < b->nshards; k++) {
+        const mdf_shard *sh = &b->shards[k];
+        for (int32_t i = 0; st == MDF_OK && i < sh->nsys; i++) {
+            const mdf_sys_info *si = &b->sys[sh->sys_off + i];
+            if (si->natoms < 1 || si->atom_start < 0 || si->atom_start + si->natoms > sh->natoms)
+                st = damaged(ck, "a system's atom range", err);
+        }
+    }
+    if (st != MDF_OK) {
+        mdf_batch_destroy(b);
+        return st;
+    }
+    *out = b;
+    return MDF_OK;
+}
+
+static mdf_status load_state(mdf_inflight *in, const mdf_ckpt *ck, mdf_batch **out, mdf_error *err)
+{
+    mdf_status st = check_fingerprints(in, ck, err);
+    if (st != MDF_OK) return st;
+    const int64_t *c = mdf_ckpt_get(ck, "inflight.counters", sizeof(int64_t), 4, NULL, err);
+    if (!c) return err ? err->code : MDF_ERR_PARSE;
+    in->exited = c[0];
+    in->budget_exits = c[1];
+    in->pair_cap = c[2];
+    in->nexits = c[3];
+    size_t n = mdf_sampler_size(in->cfg.sampler), nb = 0;
+    const unsigned char *taken = mdf_ckpt_get(ck, "sampler.taken", 1, n, NULL, err);
+    if (!taken) return err ? err->code : MDF_ERR_PARSE;
+    st = mdf_sampler_set_taken(in->cfg.sampler, taken, n, err);
+    const unsigned char *exits = st == MDF_OK ? mdf_ckpt_get(ck, "inflight.exits", 1, (size_t)-1, &nb, err) : NULL;
+    if (st == MDF_OK && !exits) st = err ? err->code : MDF_ERR_PARSE;
+    if (st == MDF_OK) {
+        mdf_bytes_put(&in->exits, exits, nb);
+        if (in->exits.failed) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to load a checkpoint");
+    }
+    if (st == MDF_OK) st = get_batch(ck, out, err);
+    if (st != MDF_OK) return st;
+    in->shard_pairs = calloc((size_t)(*out)->nshards, sizeof *in->shard_pairs);
+    const int64_t *pairs = mdf_ckpt_get(ck, "inflight.shard_pairs", sizeof(int64_t), (size_t)(*out)->nshards, NULL, err);
+    if (!in->shard_pairs) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for inflight batching");
+    if (!pairs) return err ? err->code : MDF_ERR_PARSE;
+    memcpy(in->shard_pairs, pairs, sizeof(int64_t) * (size_t)(*out)->nshards);
+    return MDF_OK;
+}
+
+mdf_status mdf_inflight_replay(mdf_inflight *in, const char *path, mdf_error *err)
+{
+    mdf_bytes_in bi = {.p = in->exits.p, .n = in->exits.n};
+    mdf_status st = MDF_OK;
+    for (int64_t k = 0; st == MDF_OK && k < in->nexits; k++) {
+        mdf_frame f;
+        mdf_system_view v;
+        st = mdf_ckpt_unpack_frame(&bi, &f, &v, err);
+        if (st != MDF_OK) {
+            char msg[MDF_ERROR_MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+            return mdf_error_set(err, st, "checkpoint '%s': %s: start the run afresh without resuming", path, msg);
+        }
+        int stop = in->cfg.on_exit ? in->cfg.on_exit(in->cfg.user, &f, &v) : 0;
+        mdf_frame_free(&f);
+        if (stop)
+            return mdf_error_set(err, MDF_ERR_IO, "the receiver of finished systems stopped the run at system id %lld "
+                                 "(replayed from checkpoint '%s')", (long long)v.id, path);
+    }
+    if (bi.at != bi.n)
+        return mdf_error_set(err, MDF_ERR_PARSE, "checkpoint '%s' is inconsistent (the final frames handed out): start "
+                             "the run afresh without resuming", path);
+    return MDF_OK;
 }

@@ -11,15 +11,19 @@
  * task per shard that counts the stage's systems left; once a census says
  * none is left anywhere, the host stops submitting. It never waits per step. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include "integrator.h"
 #include "hook_internal.h"
 #include "inflight.h"
+#include "checkpoint.h"
 #include "mdflow/units.h"
 #include "../dataflow/compute.h"
+#include "../dataflow/model_internal.h"
 #include "../codelets/converge/converge_codelet.h"
 #include "../codelets/host/host_view_codelet.h"
 #include "../codelets/velocity/velocity_codelet.h"
@@ -293,7 +297,18 @@ typedef struct stage_run {
     census *cens;                   /* one per shard, under ctl.lock */
     int64_t *first_row;             /* batch index of each shard's first system */
     int begun_hooks[MDF_CONVERGE_PARTS];
+    /* checkpoints (inflight runs) */
+    const char *ckpt_path;          /* NULL: none */
+    int64_t ckpt_every;             /* steps, a multiple of the refill interval (0: at exit only) */
+    int fixed_course;               /* decisions independent of timing (checkpoints on) */
 } stage_run;
+
+/* What a run does about checkpoints. */
+typedef struct ckpt_plan {
+    const char *path;
+    int64_t every;
+    const mdf_ckpt *resume;         /* continue from this one, or NULL */
+} ckpt_plan;
 
 static void fold_compute_stats(stage_run *r);
 
@@ -548,7 +563,10 @@ static mdf_status create_compute(stage_run *r, mdf_error *err)
     return mdf_compute_create(r->b, r->m, &cc, &r->c, err);
 }
 
-static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_error *err)
+static mdf_status restore_run(stage_run *r, const mdf_ckpt *ck, mdf_error *err);
+
+static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model *m, const mdf_ckpt *resume,
+                             mdf_error *err)
 {
     memset(r, 0, sizeof *r);
     r->s = s;
@@ -576,6 +594,9 @@ static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model
     mdf_status st = MDF_OK;
     for (int p = 0; st == MDF_OK && p < s->nparts; p++) st = create_workspaces(r, p, err);
     if (st == MDF_OK) st = create_compute(r, err);
+    /* Hooks get their positions back before they begin: begin then
+     * continues their outputs instead of starting them afresh. */
+    if (st == MDF_OK && resume) st = restore_run(r, resume, err);
     for (int p = 0; st == MDF_OK && p < s->nparts; p++) st = begin_hooks(r, p, err);
     return st;
 }
@@ -718,12 +739,17 @@ static mdf_status refill_now(stage_run *r, int64_t step, int *took_step, mdf_err
 {
     *took_step = 0;
     starpu_task_wait_for_all();
-    fold_compute_stats(r);
-    mdf_compute_destroy(r->c);
-    r->c = NULL;
-    size_t added = 0;
-    mdf_status st = mdf_inflight_refill(r->in, r->b, r->lo, r->hi, &added, err);
-    if (st == MDF_OK) st = create_compute(r, err);
+    size_t added = 0, removed = 0;
+    mdf_status st = mdf_inflight_refill(r->in, r->b, r->lo, r->hi, &added, &removed, err);
+    /* The pipeline's chunks follow the systems: rebuild it when some came or
+     * went. A refill that changed nothing keeps it (and its lists), so that
+     * whether a refill happened leaves no trace in the trajectories. */
+    if (st == MDF_OK && (added || removed || !r->c)) {
+        fold_compute_stats(r);
+        mdf_compute_destroy(r->c);
+        r->c = NULL;
+        st = create_compute(r, err);
+    }
     pthread_mutex_lock(&r->ctl.lock);
     for (int k = 0; k < r->b->nshards; k++) r->cens[k].step = -1;
     pthread_mutex_unlock(&r->ctl.lock);
@@ -751,12 +777,257 @@ static int someone_finished(stage_run *r)
 static int refill_due(stage_run *r, int64_t step)
 {
     if (!r->in || step <= 1) return 0;
+    /* With checkpoints, at every refill point and only there: the census'
+     * answers arrive when they arrive, so decisions on them would make the
+     * run's course (and a resumed run's) depend on timing. */
+    if (r->fixed_course) return (step - 1) % mdf_inflight_interval(r->in) == 0;
     /* Nobody left to move while the dataset still has systems: refill now. */
     if (!mdf_inflight_exhausted(r->in) && r->any_checks && nothing_left(r)) return 1;
     if ((step - 1) % mdf_inflight_interval(r->in) != 0) return 0;
     /* A refill drains the task window: skip it when the census says that no
      * system has finished (it counts every check_interval steps). */
     return !r->any_checks || someone_finished(r);
+}
+
+/* ---- checkpoints ------------------------------------------------------------------ */
+
+static uint64_t hash_params(uint64_t h, const mdf_dynamics_params *p)
+{
+    const double d[] = {p->dt_fs, p->temperature_K, p->langevin.friction_per_fs, p->nose_hoover.tau_fs,
+                        p->bussi.tau_fs, p->npt.pressure_bar, p->npt.tau_p_fs, p->npt.compressibility_per_bar,
+                        p->npt.tau_t_fs, p->fire.dt, p->fire.dtmax, p->fire.maxstep, p->fire.finc, p->fire.fdec,
+                        p->fire.astart, p->fire.fa, p->fire2.dt, p->fire2.dtmax, p->fire2.dtmin, p->fire2.maxstep,
+                        p->fire2.finc, p->fire2.fdec, p->fire2.astart, p->fire2.fa, p->gd.step, p->gd.maxstep,
+                        p->lbfgs.alpha, p->lbfgs.damping, p->lbfgs.maxstep};
+    const int64_t n[] = {(int64_t)p->seed, p->nose_hoover.chain, p->fire.nmin, p->fire2.nmin, p->lbfgs.memory};
+    for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) h = mdf_hash_f64(h, d[k]);
+    for (size_t k = 0; k < sizeof n / sizeof n[0]; k++) h = mdf_hash_i64(h, n[k]);
+    return h;
+}
+
+/* The stage as a checkpoint sees it: methods, parameters, criteria,
+ * budgets, hooks (kind, point, frequency), and what shapes the model's
+ * arithmetic (skin, chunking). text: "fire + langevin". */
+static uint64_t stage_hash(const mdf_stage *s, char *text, size_t size)
+{
+    uint64_t h = mdf_hash_i64(MDF_HASH_INIT, s->nparts);
+    text[0] = '\0';
+    for (int p = 0; p < s->nparts; p++) {
+        const stage_part *part = &s->parts[p];
+        const mdf_stage_config *c = &part->cfg;
+        size_t len = strlen(text);
+        snprintf(text + len, size - len, "%s%s", p ? " + " : "", part->integ->name);
+        h = mdf_hash_str(h, part->integ->name);
+        h = mdf_hash_i64(h, c->status);
+        h = mdf_hash_i64(h, c->converged_status);
+        h = mdf_hash_i64(h, c->step_budget);
+        h = mdf_hash_f64(h, c->entry_temperature_K);
+        h = mdf_hash_f64(h, c->skin);
+        h = mdf_hash_i64(h, c->chunk_atoms);
+        h = hash_params(h, &c->params);
+        h = mdf_hash_i64(h, part->crit.mask);
+        h = mdf_hash_f64(h, part->crit.fmax_thr);
+        h = mdf_hash_f64(h, part->crit.de_thr);
+        h = mdf_hash_i64(h, part->crit.steps_thr);
+        h = mdf_hash_i64(h, part->crit.budget);
+        h = mdf_hash_i64(h, part->nhooks);
+        for (int k = 0; k < part->nhooks; k++) {
+            const mdf_hook *hk = part->hooks[k];
+            h = mdf_hash_str(h, hk->ops->kind);
+            h = mdf_hash_str(h, hk->name);
+            h = mdf_hash_i64(h, hk->point);
+            h = mdf_hash_i64(h, hk->every);
+        }
+    }
+    return h;
+}
+
+/* The model: its kind, cutoff, elements and parameters. */
+static uint64_t model_hash(const mdf_model *m)
+{
+    uint64_t h = mdf_hash_str(MDF_HASH_INIT, mdf_model_name(m));
+    h = mdf_hash_f64(h, m->cutoff);
+    h = mdf_hash_f64(h, m->density_hint);
+    h = mdf_hash(h, m->known_z, sizeof m->known_z);
+    if (m->params && starpu_data_acquire(m->params, STARPU_R) == 0) {
+        const void *p = (const void *)starpu_data_get_local_ptr(m->params);
+        if (p) h = mdf_hash(h, p, starpu_data_get_size(m->params));
+        starpu_data_release(m->params);
+    }
+    return h;
+}
+
+/* Neighbour-list and evaluation figures so far, without folding. */
+static void run_counters(stage_run *r, int64_t out[6])
+{
+    out[0] = r->evaluations_before;
+    out[1] = r->rebuilds_before;
+    out[2] = r->overflowed_max;
+    out[3] = r->neighbours_max;
+    out[4] = r->slots;
+    out[5] = r->chunks_max;
+    mdf_compute_stats cs;
+    if (!r->c || mdf_compute_get_stats(r->c, &cs, NULL) != MDF_OK) return;
+    out[0] += mdf_compute_evaluations(r->c);
+    out[1] += cs.rebuilds;
+    if (cs.overflowed_atoms > out[2]) out[2] = cs.overflowed_atoms;
+    if (cs.max_neighbours > out[3]) out[3] = cs.max_neighbours;
+    out[4] = cs.slots;
+    if (cs.nchunks > out[5]) out[5] = cs.nchunks;
+}
+
+/* A hook's position in its outputs, under hook.P.K. */
+static mdf_status save_hook(mdf_hook *h, int p, int k, mdf_ckpt *ck, mdf_error *err)
+{
+    size_t cap = 4096;
+    for (;;) {
+        unsigned char *buf = malloc(cap);
+        if (!buf) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for hook '%s''s checkpoint", h->name);
+        long n = h->ops->save(h, buf, cap);
+        if (n >= 0) {
+            char name[64];
+            snprintf(name, sizeof name, "hook.%d.%d", p, k);
+            mdf_status st = mdf_ckpt_put(ck, name, buf, 1, (size_t)n, err);
+            free(buf);
+            return st;
+        }
+        free(buf);
+        if (cap >= ((size_t)1 << 30))
+            return mdf_error_set(err, MDF_ERR_INVALID, "hook '%s' could not save its position in a checkpoint", h->name);
+        cap *= 4;
+    }
+}
+
+/* The run's full state, with no task pending, to r->ckpt_path; next_step:
+ * the first step a resumed run submits. */
+static mdf_status save_checkpoint(stage_run *r, int64_t next_step, mdf_error *err)
+{
+    mdf_status st = mdf_batch_sync(r->b, err);
+    if (st != MDF_OK) return st;
+    mdf_ckpt *ck = mdf_ckpt_new(r->ckpt_path);
+    if (!ck) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for checkpoint '%s'", r->ckpt_path);
+    char text[512];
+    int64_t fp[2] = {(int64_t)stage_hash(r->s, text, sizeof text), (int64_t)model_hash(r->m)};
+    int64_t counters[6];
+    run_counters(r, counters);
+    int64_t cens[2 * 4096];
+    int n = r->b->nshards;
+    st = mdf_ckpt_put_i64(ck, "run.next_step", &next_step, 1, err);
+    if (st == MDF_OK) st = mdf_ckpt_put_i64(ck, "run.fingerprint", fp, 2, err);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "run.stages", text, 1, strlen(text), err);
+    if (st == MDF_OK) st = mdf_ckpt_put_i64(ck, "run.counters", counters, 6, err);
+    if (st == MDF_OK) {
+        int64_t *c = n <= 4096 ? cens : malloc(sizeof *c * 2 * (size_t)n);
+        if (!c) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a checkpoint");
+        pthread_mutex_lock(&r->ctl.lock);
+        for (int k = 0; c && k < n; k++) {
+            c[2 * k] = r->cens[k].step;
+            c[2 * k + 1] = r->cens[k].left;
+        }
+        pthread_mutex_unlock(&r->ctl.lock);
+        if (c) st = mdf_ckpt_put_i64(ck, "run.census", c, 2 * (size_t)n, err);
+        if (c != cens) free(c);
+    }
+    for (int p = 0; st == MDF_OK && p < r->s->nparts; p++)
+        for (int k = 0; st == MDF_OK && r->work[p] && k < n; k++) {
+            if (starpu_data_acquire(r->work[p][k], STARPU_R) != 0) {
+                st = mdf_error_set(err, MDF_ERR_STARPU, "could not bring a workspace to the host for a checkpoint");
+                break;
+            }
+            char name[64];
+            snprintf(name, sizeof name, "work.%d.%d", p, k);
+            st = mdf_ckpt_put(ck, name, r->work_mem[p][k], 1, starpu_data_get_size(r->work[p][k]), err);
+            starpu_data_release(r->work[p][k]);
+        }
+    for (int p = 0; st == MDF_OK && p < r->s->nparts; p++)
+        for (int k = 0; st == MDF_OK && k < r->s->parts[p].nhooks; k++) {
+            mdf_hook *h = r->s->parts[p].hooks[k];
+            if (h->ops->save) st = save_hook(h, p, k, ck, err);
+        }
+    if (st == MDF_OK) st = mdf_inflight_save(r->in, r->b, ck, err);
+    if (st == MDF_OK) st = mdf_ckpt_write(ck, err);
+    mdf_ckpt_free(ck);
+    return st;
+}
+
+/* A checkpoint within the run (a refill point): the pipeline is rebuilt
+ * after it, as a resumed run builds its own, so both go on with neighbour
+ * lists built from the same positions at the same step. */
+static mdf_status checkpoint_now(stage_run *r, int64_t step, mdf_error *err)
+{
+    starpu_task_wait_for_all();
+    fold_compute_stats(r);
+    mdf_compute_destroy(r->c);
+    r->c = NULL;
+    mdf_status st = save_checkpoint(r, step, err);
+    if (st == MDF_OK) st = create_compute(r, err);
+    return st;
+}
+
+/* The stage and the model the checkpoint was written for are these. */
+static mdf_status check_run_fingerprint(const mdf_stage *s, const mdf_model *m, const mdf_ckpt *ck, mdf_error *err)
+{
+    const int64_t *fp = mdf_ckpt_get(ck, "run.fingerprint", sizeof(int64_t), 2, NULL, err);
+    if (!fp) return err ? err->code : MDF_ERR_PARSE;
+    size_t n = 0;
+    const char *was = mdf_ckpt_get(ck, "run.stages", 1, (size_t)-1, &n, err);
+    if (!was) return err ? err->code : MDF_ERR_PARSE;
+    char text[512];
+    uint64_t h = stage_hash(s, text, sizeof text);
+    if ((uint64_t)fp[0] != h)
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "checkpoint '%s' was written by another workflow: its stages were %.*s, this run's are "
+                             "%s%s: resume with the stages, parameters, criteria and hooks it was written with, or "
+                             "start afresh without resuming", mdf_ckpt_path(ck), (int)n, was, text,
+                             strlen(text) == n && !strncmp(text, was, n) ? " (with other parameters, criteria or hooks)"
+                                                                         : "");
+    if ((uint64_t)fp[1] != model_hash(m))
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "checkpoint '%s' was written with another model (its parameters, cutoffs or elements "
+                             "differ from this run's %s model): resume with the model it was written with, or start "
+                             "afresh without resuming", mdf_ckpt_path(ck), mdf_model_name(m));
+    return MDF_OK;
+}
+
+/* Puts the run's own state back from a checkpoint: workspaces, census,
+ * counters, and the hooks' positions (before they begin). */
+static mdf_status restore_run(stage_run *r, const mdf_ckpt *ck, mdf_error *err)
+{
+    int n = r->b->nshards;
+    mdf_status st = MDF_OK;
+    for (int p = 0; st == MDF_OK && p < r->s->nparts; p++)
+        for (int k = 0; st == MDF_OK && r->work[p] && k < n; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "work.%d.%d", p, k);
+            const void *w = mdf_ckpt_get(ck, name, 1, starpu_data_get_size(r->work[p][k]), NULL, err);
+            if (!w) st = err ? err->code : MDF_ERR_PARSE;
+            else memcpy(r->work_mem[p][k], w, starpu_data_get_size(r->work[p][k]));
+        }
+    const int64_t *c = st == MDF_OK ? mdf_ckpt_get(ck, "run.census", sizeof(int64_t), 2 * (size_t)n, NULL, err) : NULL;
+    if (st == MDF_OK && !c) st = err ? err->code : MDF_ERR_PARSE;
+    for (int k = 0; st == MDF_OK && k < n; k++) r->cens[k] = (census){.step = c[2 * k], .left = c[2 * k + 1]};
+    const int64_t *cnt = st == MDF_OK ? mdf_ckpt_get(ck, "run.counters", sizeof(int64_t), 6, NULL, err) : NULL;
+    if (st == MDF_OK && !cnt) st = err ? err->code : MDF_ERR_PARSE;
+    if (st == MDF_OK) {
+        r->evaluations_before = cnt[0];
+        r->rebuilds_before = cnt[1];
+        r->overflowed_max = cnt[2];
+        r->neighbours_max = (int32_t)cnt[3];
+        r->slots = (int32_t)cnt[4];
+        r->chunks_max = (int)cnt[5];
+    }
+    for (int p = 0; st == MDF_OK && p < r->s->nparts; p++)
+        for (int k = 0; st == MDF_OK && k < r->s->parts[p].nhooks; k++) {
+            mdf_hook *h = r->s->parts[p].hooks[k];
+            if (!h->ops->save) continue;
+            char name[64];
+            snprintf(name, sizeof name, "hook.%d.%d", p, k);
+            size_t bytes = 0;
+            const void *data = mdf_ckpt_get(ck, name, 1, (size_t)-1, &bytes, err);
+            if (!data) st = err ? err->code : MDF_ERR_PARSE;
+            else if (h->ops->restore) st = h->ops->restore(h, data, bytes, err);
+        }
+    return st;
 }
 
 static int run_needs_virial(const mdf_stage *s)
@@ -766,9 +1037,10 @@ static int run_needs_virial(const mdf_stage *s)
     return 0;
 }
 
-static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflight *in, mdf_stage_report *report,
-                            mdf_error *err)
+static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflight *in, const ckpt_plan *plan,
+                            mdf_stage_report *report, mdf_error *err)
 {
+    const mdf_ckpt *resume = plan ? plan->resume : NULL;
     if (report) memset(report, 0, sizeof *report);
     /* Statuses and sizes on the host: a wait at the start of a run, never per step. */
     mdf_status st = mdf_batch_sync(b, err);
@@ -776,19 +1048,39 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     int32_t lo = s->parts[0].cfg.status, hi = s->parts[s->nparts - 1].cfg.status;
     int64_t atoms0, exit0, flagged0;
     count_systems(b, lo, hi, mdf_stage_exit_status(s), &atoms0, &exit0, &flagged0);
-    st = claim_states(b, s, err);
+    /* A resumed run's states are the checkpoint's, claimed when it began. */
+    st = resume ? MDF_OK : claim_states(b, s, err);
+    if (st != MDF_OK) return st;
+    int64_t first_step = 1;
+    if (resume && (st = mdf_ckpt_get_i64(resume, "run.next_step", &first_step, err)) == MDF_OK && first_step < 1)
+        st = mdf_error_set(err, MDF_ERR_PARSE, "checkpoint '%s' is inconsistent (next step %lld): start the run "
+                           "afresh without resuming", mdf_ckpt_path(resume), (long long)first_step);
     if (st != MDF_OK) return st;
     stage_run r;
-    st = create_run(&r, s, b, m, err);
+    st = create_run(&r, s, b, m, resume, err);
     r.in = in;
+    if (in && plan && plan->path) {
+        r.ckpt_path = plan->path;
+        r.fixed_course = 1;
+        /* Checkpoints at refill points: every N steps, rounded up to a multiple of the interval. */
+        int64_t iv = mdf_inflight_interval(in);
+        r.ckpt_every = plan->every > 0 ? (plan->every + iv - 1) / iv * iv : 0;
+    }
     const mdf_stage_config *run = &s->parts[0].cfg;
     int needs_virial = run_needs_virial(s);
     double t0 = now_seconds();
-    if (st == MDF_OK) st = submit_start(&r, MDF_COMPUTE_VIRIAL, err);
+    /* A resumed run's step 0 and steps up to the checkpoint were done. */
+    if (st == MDF_OK && !resume) st = submit_start(&r, MDF_COMPUTE_VIRIAL, err);
     unsigned per_step = 0; /* most tasks one step took: the window in tasks */
     int64_t step = 0;
-    for (step = 1; st == MDF_OK && step <= s->max_steps; step++) {
+    for (step = first_step; st == MDF_OK && step <= s->max_steps; step++) {
         if (r.ctl.stop) break;
+        /* A checkpoint before the refill of its step (a resumed run starts
+         * there, so it does not write the one it starts from again). */
+        if (r.ckpt_every > 0 && step > 1 && (step - 1) % r.ckpt_every == 0 && !(resume && step == first_step)) {
+            st = checkpoint_now(&r, step, err);
+            if (st != MDF_OK) break;
+        }
         if (refill_due(&r, step)) {
             int took_step = 0;
             st = refill_now(&r, step, &took_step, err);
@@ -800,7 +1092,12 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
         if (r.any_checks && nothing_left(&r) && (!in || mdf_inflight_exhausted(in))) break;
         int before = starpu_task_nsubmitted();
         unsigned needs = hook_needs(s, step);
-        int flags = needs_virial || (needs & MDF_HOOK_NEEDS_VIRIAL) || step == s->max_steps ? MDF_COMPUTE_VIRIAL : 0;
+        /* The step before a checkpoint computes the virial, so that a run stopped
+         * there by max_steps and resumed leaves the same virials behind. */
+        int before_ckpt = r.ckpt_every > 0 && step % r.ckpt_every == 0;
+        int flags = needs_virial || (needs & MDF_HOOK_NEEDS_VIRIAL) || step == s->max_steps || before_ckpt
+                        ? MDF_COMPUTE_VIRIAL
+                        : 0;
         int check = r.any_checks || (needs & MDF_HOOK_NEEDS_FMAX);
         st = submit_step(&r, step, flags, check, err);
         if (st == MDF_OK && r.any_checks && step % run->check_interval == 0)
@@ -815,6 +1112,17 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     double wall = now_seconds() - t0;
     mdf_status sync = mdf_batch_sync(b, st == MDF_OK ? err : NULL);
     if (st == MDF_OK) st = sync;
+    /* The checkpoint at exit: after max_steps, the last system, or a hook's
+     * stop (the state is whole); an internal failure keeps the previous one. */
+    if (st == MDF_OK && r.ckpt_path) {
+        mdf_error cerr;
+        mdf_error_clear(&cerr);
+        mdf_status cs = save_checkpoint(&r, step, &cerr);
+        if (cs != MDF_OK && !r.ctl.stop) {
+            st = cs;
+            if (err) *err = cerr;
+        }
+    }
     if (st == MDF_OK && r.ctl.stop) {
         st = r.ctl.err.code;
         if (err) *err = r.ctl.err;
@@ -827,7 +1135,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
 
 mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_report *report, mdf_error *err)
 {
-    return run_stage(s, b, m, NULL, report, err);
+    return run_stage(s, b, m, NULL, NULL, report, err);
 }
 
 mdf_status mdf_stage_run_inflight(mdf_stage *s, mdf_model *m, const mdf_inflight_config *cfg,
@@ -837,11 +1145,36 @@ mdf_status mdf_stage_run_inflight(mdf_stage *s, mdf_model *m, const mdf_inflight
     mdf_batch *b = NULL;
     mdf_inflight *in = NULL;
     const stage_part *first = &s->parts[0];
-    mdf_status st = mdf_inflight_create(cfg, m, first->cfg.skin, first->cfg.status, mdf_stage_exit_status(s), &b, &in,
-                                        err);
-    if (st != MDF_OK) return st;
+    mdf_ckpt *ck = NULL;
+    mdf_status st = MDF_OK;
+    if (cfg && cfg->resume) {
+        const char *path = cfg->checkpoint_path;
+        struct stat sb;
+        if (!path || !*path)
+            return mdf_error_set(err, MDF_ERR_INVALID, "resuming needs a checkpoint file: set checkpoint_path");
+        if (stat(path, &sb) != 0)
+            return mdf_error_set(err, MDF_ERR_INVALID, "there is no checkpoint '%s' to resume from (%s): run without "
+                                 "resuming first, with checkpoints on", path, strerror(errno));
+        st = mdf_ckpt_read(path, &ck, err);
+        if (st == MDF_OK) st = check_run_fingerprint(s, m, ck, err);
+        if (st != MDF_OK) {
+            mdf_ckpt_free(ck);
+            return st;
+        }
+    }
+    st = mdf_inflight_create(cfg, m, first->cfg.skin, first->cfg.status, mdf_stage_exit_status(s), ck, &b, &in, err);
+    /* Systems handed out before the checkpoint go to the receiver again. */
+    if (st == MDF_OK && ck) st = mdf_inflight_replay(in, cfg->checkpoint_path, err);
+    if (st != MDF_OK) {
+        mdf_inflight_destroy(in);
+        mdf_batch_destroy(b);
+        mdf_ckpt_free(ck);
+        return st;
+    }
+    ckpt_plan plan = {.path = cfg->checkpoint_path, .every = cfg->checkpoint_every, .resume = ck};
     mdf_stage_report rep;
-    st = run_stage(s, b, m, in, &rep, err);
+    st = run_stage(s, b, m, in, &plan, &rep, err);
+    mdf_ckpt_free(ck);
     /* Everything still in the batch goes out, finished or not, also after an
      * error (what was done is not lost). */
     mdf_error fin_err;

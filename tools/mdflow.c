@@ -2,7 +2,8 @@
  *
  *   mdflow                 the built-in default workflow (mdflow run)
  *   mdflow run [FILE]      a workflow file (YAML): stages, composition, sampler,
- *                          outputs; without FILE examples/relax_md.yaml
+ *                          outputs; without FILE examples/relax_md.yaml;
+ *                          --resume continues from its checkpoint
  *   mdflow md [options]    molecular dynamics of every structure of a file
  *   mdflow relax [options] geometry optimisation of every structure of a file
  *   mdflow methods         the registered integrators and optimisers
@@ -137,7 +138,7 @@ static void usage_main(FILE *fp)
             "graphs.\n\n"
             "commands:\n"
             "  (none)     the built-in default workflow, as mdflow run without a file\n"
-            "  run        a workflow file: mdflow run [FILE.yaml] (mdflow run --help). Without FILE:\n"
+            "  run        a workflow file: mdflow run [--resume] [FILE.yaml] (mdflow run --help). Without FILE:\n"
             "             examples/relax_md.yaml, FIRE relaxation then Langevin NVT MD of 256 argon\n"
             "             systems of mixed sizes with inflight batching, then a summary with\n"
             "             StarPU's worker statistics\n"
@@ -575,7 +576,7 @@ static int fail(const mdf_error *err)
 static void usage_run(FILE *fp)
 {
     fprintf(fp,
-            "usage: mdflow run [--check] [FILE.yaml]\n"
+            "usage: mdflow run [--check] [--resume] [FILE.yaml]\n"
             "Runs a workflow file: the input dataset, the model, named stages and their composition\n"
             "('relax + md' fuses them), the sampler's budgets for inflight batching, the outputs, the\n"
             "hooks and the scheduler. examples/relax_md.yaml documents every key. Without FILE, runs\n"
@@ -583,23 +584,27 @@ static void usage_run(FILE *fp)
             "FIRE relaxation to fmax 0.05 eV/Å, then Langevin NVT MD of 256 argon systems of mixed\n"
             "sizes with inflight batching.\n\n"
             "  --check   read and check FILE, print the composition, run nothing\n"
+            "  --resume  continue from the workflow's checkpoint (checkpoint: {path: FILE, every: N}):\n"
+            "            systems finished before it are written again, the rest continue where they\n"
+            "            were; it must belong to this workflow and input (the error says what differs)\n"
             "  --help    this text\n",
             MDF_DEFAULT_WORKFLOW, MDF_PKGDATADIR);
 }
 
-/* mdflow run [--check] [FILE]: returns the exit status. */
+/* mdflow run [--check] [--resume] [FILE]: returns the exit status. */
 static int run_workflow_command(int argc, char **argv)
 {
     mdf_error err;
     mdf_error_clear(&err);
     const char *file = NULL;
-    int check_only = 0;
+    int check_only = 0, resume = 0;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
             usage_run(stdout);
             return 0;
         }
         if (!strcmp(argv[k], "--check")) check_only = 1;
+        else if (!strcmp(argv[k], "--resume")) resume = 1;
         else if (argv[k][0] == '-' || file) {
             mdf_error_set(&err, MDF_ERR_INVALID, "unexpected argument '%s': mdflow run takes one workflow file "
                           "(see mdflow run --help)", argv[k]);
@@ -615,6 +620,7 @@ static int run_workflow_command(int argc, char **argv)
     }
     static mdf_workflow wf; /* large (paths): not on the stack */
     if (wf_load(file, &wf, &err) != MDF_OK) return fail(&err);
+    wf.resume = resume;
     char comp[512];
     wf_composition_text(&wf, comp, sizeof comp);
     printf("mdflow: %s %s: %s of %s, inflight batching (at most %lld atoms in flight)\n",

@@ -4,6 +4,7 @@
  * written in input order (by system id) at the end. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,8 +109,30 @@ static mdf_status add_criteria(mdf_stage *s, const wf_stage *ws, mdf_error *err)
     return st;
 }
 
+/* The HDF5 outputs that hooks write during the run (borrowed by the hooks). */
+typedef struct run_sinks {
+    mdf_sink *snapshots;   /* every snapshot_every steps, every stage's systems */
+    mdf_sink *converged;   /* systems leaving the first stage, each once */
+} run_sinks;
+
+static mdf_status add_sink_hooks(const mdf_workflow *wf, int k, const run_sinks *sk, mdf_stage *s, mdf_error *err)
+{
+    mdf_hook *h = NULL;
+    mdf_status st = MDF_OK;
+    if (sk->snapshots) {
+        st = mdf_hook_create_snapshot(sk->snapshots, wf->snapshot_every, &h, err);
+        if (st == MDF_OK) st = mdf_stage_add_hook(s, h, err);
+    }
+    if (st == MDF_OK && sk->converged && k == 0) {
+        st = mdf_hook_create_converged_snapshot(sk->converged, &h, err);
+        if (st == MDF_OK) st = mdf_stage_add_hook(s, h, err);
+    }
+    return st;
+}
+
 /* Composition entry k as a plain stage with its criteria and hooks. */
-static mdf_status build_part(const mdf_workflow *wf, int k, int freeze, mdf_stage **out, mdf_error *err)
+static mdf_status build_part(const mdf_workflow *wf, int k, int freeze, const run_sinks *sk, mdf_stage **out,
+                             mdf_error *err)
 {
     const wf_stage *ws = &wf->stages[wf->comp[k]];
     mdf_stage_config sc = ws->cfg;
@@ -131,6 +154,7 @@ static mdf_status build_part(const mdf_workflow *wf, int k, int freeze, mdf_stag
     mdf_status st = mdf_stage_create(&sc, out, err);
     if (st == MDF_OK) st = add_criteria(*out, ws, err);
     if (st == MDF_OK) st = runner_add_hooks(*out, 0, &h, err);
+    if (st == MDF_OK) st = add_sink_hooks(wf, k, sk, *out, err);
     if (st != MDF_OK) {
         mdf_stage_destroy(*out);
         *out = NULL;
@@ -142,13 +166,14 @@ static mdf_status build_part(const mdf_workflow *wf, int k, int freeze, mdf_stag
 }
 
 /* The composition fused in order (mdf_fuse consumes both parts, also on failure). */
-static mdf_status build_composition(const mdf_workflow *wf, int freeze, mdf_stage **out, mdf_error *err)
+static mdf_status build_composition(const mdf_workflow *wf, int freeze, const run_sinks *sk, mdf_stage **out,
+                                    mdf_error *err)
 {
     mdf_stage *acc = NULL;
     mdf_status st = MDF_OK;
     for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {
         mdf_stage *part = NULL;
-        st = build_part(wf, k, freeze, &part, err);
+        st = build_part(wf, k, freeze, sk, &part, err);
         if (st == MDF_OK && !acc) acc = part;
         else if (st == MDF_OK && (st = mdf_fuse(acc, part, &acc, err)) != MDF_OK)
             st = at_line(err, wf, wf->comp_line, "composition");
@@ -257,12 +282,72 @@ static out_entry *gather(const collector *c, const mdf_frame_list *input, unstar
     return e;
 }
 
-static mdf_status write_structures(const char *path, const out_entry *e, size_t n, mdf_error *err)
+static int64_t info_value(const mdf_frame *f, const char *key)
+{
+    const char *v = mdf_frame_get_info(f, key);
+    return v ? strtoll(v, NULL, 10) : 0;
+}
+
+/* Final frames as CSR structure datasets (docs/hdf5.md). Frames carry no
+ * virial, kinetic energy or time: those datasets hold 0, fmax NaN. */
+static mdf_status write_structures_h5(const mdf_workflow *wf, const mdf_frame *fr, size_t n, mdf_error *err)
+{
+    int64_t natoms = 0;
+    for (size_t i = 0; i < n; i++) natoms += fr[i].natoms;
+    size_t ns = n + 1, na = (size_t)natoms + 1;
+    int64_t *ptr = calloc(ns, 8), *id = calloc(ns, 8), *step = calloc(ns, 8);
+    int32_t *status = calloc(ns, 4), *flags = calloc(ns, 4), *pbc = calloc(3 * ns, 4), *numbers = calloc(na, 4);
+    double *cell = calloc(9 * ns, 8), *energy = calloc(ns, 8), *zero = calloc(9 * ns, 8), *fmax = calloc(ns, 8);
+    double *pos = calloc(3 * na, 8), *vel = calloc(3 * na, 8), *force = calloc(3 * na, 8), *mass = calloc(na, 8);
+    mdf_status st = MDF_OK;
+    if (!ptr || !id || !step || !status || !flags || !pbc || !numbers || !cell || !energy || !zero || !fmax || !pos ||
+        !vel || !force || !mass)
+        st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to write %zu structures to %s", n, wf->structures);
+    for (size_t i = 0; st == MDF_OK && i < n; i++) {
+        const mdf_frame *f = &fr[i];
+        int64_t a0 = ptr[i];
+        ptr[i + 1] = a0 + f->natoms;
+        id[i] = info_value(f, "mdf_system_id");
+        step[i] = info_value(f, "mdf_step");
+        status[i] = (int32_t)info_value(f, "mdf_status");
+        for (int d = 0; d < 3; d++) pbc[3 * i + d] = f->pbc[d];
+        memcpy(cell + 9 * i, f->cell, sizeof f->cell);
+        energy[i] = f->has_energy ? f->energy : NAN;
+        fmax[i] = NAN;
+        memcpy(pos + 3 * a0, f->positions, (size_t)f->natoms * 24);
+        if (f->velocities) memcpy(vel + 3 * a0, f->velocities, (size_t)f->natoms * 24);
+        if (f->forces) memcpy(force + 3 * a0, f->forces, (size_t)f->natoms * 24);
+        memcpy(numbers + a0, f->numbers, (size_t)f->natoms * 4);
+        for (int64_t a = 0; a < f->natoms; a++)
+            mass[a0 + a] = f->masses ? f->masses[a] : mdf_element_mass(f->numbers[a]);
+    }
+    mdf_sink *sink = NULL;
+    mdf_h5_options o;
+    mdf_h5_options_init(&o);
+    o.compression = wf->compression;
+    if (st == MDF_OK) st = mdf_sink_create_hdf5(wf->structures, &o, &sink, err);
+    if (st == MDF_OK) {
+        mdf_snapshot snap = {.nsys = (int64_t)n, .natoms = natoms, .atom_ptr = ptr, .id = id, .step = step,
+                             .status = status, .flags = flags, .pbc = pbc, .cell = cell, .energy = energy,
+                             .kinetic = zero, .fmax = fmax, .virial = zero, .time_fs = zero, .positions = pos,
+                             .velocities = vel, .forces = force, .masses = mass, .numbers = numbers};
+        st = mdf_sink_write_snapshot(sink, &snap, err);
+        mdf_status cs = mdf_sink_close(sink, st == MDF_OK ? err : NULL);
+        if (st == MDF_OK) st = cs;
+        mdf_sink_destroy(sink);
+    }
+    free(ptr), free(id), free(step), free(status), free(flags), free(pbc), free(numbers), free(cell);
+    free(energy), free(zero), free(fmax), free(pos), free(vel), free(force), free(mass);
+    return st;
+}
+
+static mdf_status write_structures(const mdf_workflow *wf, const out_entry *e, size_t n, mdf_error *err)
 {
     mdf_frame *frames = malloc((n + 1) * sizeof *frames);
     if (!frames) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to write %zu structures", n);
     for (size_t i = 0; i < n; i++) frames[i] = *e[i].frame; /* shallow: only read */
-    mdf_status st = mdf_xyz_write(path, frames, n, 0, err);
+    mdf_status st = wf_hdf5_kind(wf->structures) ? write_structures_h5(wf, frames, n, err)
+                                                 : mdf_xyz_write(wf->structures, frames, n, 0, err);
     free(frames);
     return st;
 }
@@ -308,6 +393,15 @@ static void print_summary(const mdf_workflow *wf, const mdf_frame_list *input, c
     printf("  largest neighbour count %d of %d slots, atoms beyond the slots %lld\n", r->max_neighbours,
            r->list_slots, (long long)r->overflowed_atoms);
     if (*wf->structures) printf("  final structures (input order): %s\n", wf->structures);
+    if (*wf->snapshots) printf("  snapshots every %lld steps: %s\n", (long long)wf->snapshot_every, wf->snapshots);
+    if (*wf->converged)
+        printf("  systems leaving stage %s, each once: %s\n", wf->stages[wf->comp[0]].name, wf->converged);
+    if (*wf->checkpoint) {
+        if (wf->checkpoint_every > 0)
+            printf("  checkpoint%s: %s (every %lld steps at refill points, and at exit)\n",
+                   wf->resume ? " (resumed from it)" : "", wf->checkpoint, (long long)wf->checkpoint_every);
+        else printf("  checkpoint%s: %s (at exit)\n", wf->resume ? " (resumed from it)" : "", wf->checkpoint);
+    }
     for (int k = 0; *wf->log && k < wf->ncomp; k++) {
         char log[WF_PATH_MAX + WF_NAME_MAX + 2];
         wf_log_path(wf, k, log, sizeof log);
@@ -325,11 +419,49 @@ typedef struct run_state {
     mdf_stage *stage;
     int started;
     collector col;
+    run_sinks sinks;
 } run_state;
+
+/* The input dataset: extended XYZ, or CSR structure datasets (HDF5). */
+static mdf_status read_input(const mdf_workflow *wf, mdf_frame_list *frames, mdf_error *err)
+{
+    if (wf_hdf5_kind(wf->input) == 1) return mdf_read_hdf5_structures(wf->input, frames, err);
+    return mdf_xyz_read(wf->input, frames, err);
+}
+
+/* Opens the run's HDF5 outputs (continued, not replaced, on --resume: the
+ * checkpoint cuts them back to where it was taken). */
+static mdf_status open_sinks(const mdf_workflow *wf, run_sinks *sk, mdf_error *err)
+{
+    mdf_h5_options o;
+    mdf_h5_options_init(&o);
+    o.compression = wf->compression;
+    o.append = wf->resume;
+    mdf_status st = MDF_OK;
+    if (*wf->snapshots)
+        st = wf_hdf5_kind(wf->snapshots) == 2 ? mdf_sink_create_h5md(wf->snapshots, &o, &sk->snapshots, err)
+                                              : mdf_sink_create_hdf5(wf->snapshots, &o, &sk->snapshots, err);
+    if (st == MDF_OK && *wf->converged) st = mdf_sink_create_hdf5(wf->converged, &o, &sk->converged, err);
+    if (st != MDF_OK) st = at_line(err, wf, wf->output_line, "output");
+    return st;
+}
+
+static mdf_status close_sinks(run_sinks *sk, mdf_status st, mdf_error *err)
+{
+    mdf_sink *all[2] = {sk->snapshots, sk->converged};
+    for (int j = 0; j < 2; j++) {
+        if (!all[j]) continue;
+        mdf_status cs = mdf_sink_close(all[j], st == MDF_OK ? err : NULL);
+        if (st == MDF_OK) st = cs;
+        mdf_sink_destroy(all[j]);
+    }
+    sk->snapshots = sk->converged = NULL;
+    return st;
+}
 
 static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
 {
-    mdf_status st = mdf_xyz_read(wf->input, &rs->frames, err);
+    mdf_status st = read_input(wf, &rs->frames, err);
     if (st == MDF_OK && rs->frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: input %s holds no structure: give an extended XYZ file "
                            "with at least one frame", wf->path, wf->input_line, wf->input);
@@ -346,7 +478,8 @@ static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
     if (st == MDF_OK && mdf_sampler_create(rs->frames.frames, rs->frames.count, &wf->sampler, &rs->sampler, err) != MDF_OK)
         st = at_line(err, wf, wf->sampler_line, "sampler");
     int freeze = wf->hooks.freeze < 0 ? runner_frames_have_frozen(&rs->frames) : wf->hooks.freeze;
-    if (st == MDF_OK) st = build_composition(wf, freeze, &rs->stage, err);
+    if (st == MDF_OK) st = open_sinks(wf, &rs->sinks, err);
+    if (st == MDF_OK) st = build_composition(wf, freeze, &rs->sinks, &rs->stage, err);
     return st;
 }
 
@@ -360,7 +493,7 @@ static mdf_status finish(const mdf_workflow *wf, run_state *rs, const mdf_stage_
     unstarted u = {0};
     out_entry *e = gather(&rs->col, &rs->frames, &u, &n, &werr);
     if (e && *wf->structures && (st == MDF_OK || err->code == MDF_ERR_PHYSICS))
-        write_structures(wf->structures, e, n, &werr);
+        write_structures(wf, e, n, &werr);
     if (st == MDF_OK && werr.code != MDF_OK) {
         *err = werr;
         st = werr.code;
@@ -380,7 +513,11 @@ mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
     mdf_error_clear(&rs.col.err);
     mdf_stage_report report;
     memset(&report, 0, sizeof report);
-    mdf_status st = prepare(wf, &rs, err);
+    mdf_status st = MDF_OK;
+    if (wf->resume && !*wf->checkpoint)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "%s:1: --resume needs the workflow's checkpoint: add e.g. "
+                           "checkpoint: {path: run.ckpt.h5, every: 100} and run without --resume first", wf->path);
+    if (st == MDF_OK) st = prepare(wf, &rs, err);
     if (st == MDF_OK) {
         rs.col.exit_status = mdf_stage_exit_status(rs.stage);
         mdf_inflight_config ic;
@@ -390,11 +527,18 @@ mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
         ic.nshards = wf->shards;
         ic.on_exit = collect;
         ic.user = &rs.col;
+        ic.checkpoint_path = *wf->checkpoint ? wf->checkpoint : NULL;
+        ic.checkpoint_every = wf->checkpoint_every;
+        ic.resume = wf->resume;
         st = mdf_stage_run_inflight(rs.stage, rs.model, &ic, &report, err);
+        if (st != MDF_OK && wf->resume && rs.col.err.code == MDF_OK && report.steps == 0 &&
+            (err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE) && strstr(err->message, "checkpoint"))
+            st = at_line(err, wf, wf->checkpoint_line, "--resume");
         if (st != MDF_OK && rs.col.err.code != MDF_OK) *err = rs.col.err; /* our callback stopped it */
         st = finish(wf, &rs, &report, st, err);
     }
-    mdf_stage_destroy(rs.stage);
+    mdf_stage_destroy(rs.stage); /* before the sinks its hooks borrow */
+    st = close_sinks(&rs.sinks, st, err);
     mdf_sampler_destroy(rs.sampler);
     mdf_model_destroy(rs.model);
     if (rs.started) mdf_runtime_stop();

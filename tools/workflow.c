@@ -687,11 +687,38 @@ static mdf_status parse_sampler(wf_ctx *c, const yaml_node_t *n, mdf_workflow *w
     return st;
 }
 
+int wf_hdf5_kind(const char *path)
+{
+    size_t n = strlen(path);
+    if (strstr(path, "{id}") || (n >= 5 && !strcmp(path + n - 5, ".h5md"))) return 2;
+    if ((n >= 3 && !strcmp(path + n - 3, ".h5")) || (n >= 5 && !strcmp(path + n - 5, ".hdf5"))) return 1;
+    return 0;
+}
+
 static mdf_status parse_output(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 {
-    static const char *const keys[] = {"structures", "log", "log_every", NULL};
+    static const char *const keys[] = {"structures", "log", "log_every", "snapshots", "snapshot_every",
+                                       "converged", "compression", NULL};
     mdf_status st = check_mapping(c, n, "output", keys);
     yaml_node_t *x;
+    wf->output_line = line_of(n);
+    if (st == MDF_OK && (x = lookup(c, n, "snapshots"))) {
+        st = get_string(c, x, "output.snapshots", "snapshots.h5", wf->snapshots, sizeof wf->snapshots);
+        if (st == MDF_OK && !wf_hdf5_kind(wf->snapshots))
+            st = fail_at(c, x, MDF_ERR_INVALID, "output.snapshots '%s' is not an HDF5 name: use FILE.h5 (structure "
+                         "datasets), FILE.h5md (an H5MD trajectory) or a pattern with {id} (one H5MD file per "
+                         "system)", wf->snapshots);
+    }
+    if (st == MDF_OK && (x = lookup(c, n, "snapshot_every")))
+        st = get_int64(c, x, "output.snapshot_every", 1, INT64_MAX, &wf->snapshot_every);
+    if (st == MDF_OK && (x = lookup(c, n, "converged"))) {
+        st = get_string(c, x, "output.converged", "relaxed.h5", wf->converged, sizeof wf->converged);
+        if (st == MDF_OK && wf_hdf5_kind(wf->converged) != 1)
+            st = fail_at(c, x, MDF_ERR_INVALID, "output.converged '%s' must be an HDF5 structure file: name it "
+                         "FILE.h5", wf->converged);
+    }
+    if (st == MDF_OK && (x = lookup(c, n, "compression")))
+        st = get_int(c, x, "output.compression", 0, 9, &wf->compression);
     if (st == MDF_OK && (x = lookup(c, n, "structures")))
         st = get_string(c, x, "output.structures", "final.xyz", wf->structures, sizeof wf->structures);
     if (st == MDF_OK && (x = lookup(c, n, "log")))
@@ -734,6 +761,21 @@ static mdf_status parse_scheduler(wf_ctx *c, const yaml_node_t *n, mdf_workflow 
     if (st == MDF_OK && (x = lookup(c, n, "window"))) st = get_int(c, x, "scheduler.window", 1, 1024, &wf->window);
     if (st == MDF_OK && (x = lookup(c, n, "chunk_atoms")))
         st = get_int(c, x, "scheduler.chunk_atoms", 0, 1 << 30, &wf->chunk_atoms);
+    return st;
+}
+
+/* checkpoint: {path: FILE, every: N}: the run's full state, for `mdflow run --resume`. */
+static mdf_status parse_checkpoint(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
+{
+    static const char *const keys[] = {"path", "every", NULL};
+    mdf_status st = check_mapping(c, n, "checkpoint", keys);
+    yaml_node_t *x;
+    wf->checkpoint_line = line_of(n);
+    if (st == MDF_OK && !(x = lookup(c, n, "path")))
+        st = missing(c, n, "path", "checkpoint", "path: run.ckpt.h5");
+    if (st == MDF_OK) st = get_string(c, x, "checkpoint.path", "run.ckpt.h5", wf->checkpoint, sizeof wf->checkpoint);
+    if (st == MDF_OK && (x = lookup(c, n, "every")))
+        st = get_int64(c, x, "checkpoint.every", 0, INT64_MAX, &wf->checkpoint_every);
     return st;
 }
 
@@ -781,6 +823,7 @@ static void workflow_defaults(mdf_workflow *wf)
     mdf_sampler_config_init(&wf->sampler);
     wf->refill_interval = 10;
     wf->log_every = 10;
+    wf->snapshot_every = 100;
     wf->hooks.freeze = -1;
     wf->hooks.max_force = -1.0;
     wf->hooks.drift_warn = -1.0;
@@ -793,7 +836,7 @@ static void workflow_defaults(mdf_workflow *wf)
 static mdf_status parse_root(wf_ctx *c, const yaml_node_t *root, mdf_workflow *wf)
 {
     static const char *const keys[] = {"input", "model", "stages", "composition", "sampler", "output",
-                                       "hooks", "scheduler", "max_steps", "seed", NULL};
+                                       "hooks", "scheduler", "max_steps", "seed", "checkpoint", NULL};
     mdf_status st = check_mapping(c, root, "the workflow", keys);
     yaml_node_t *x;
     if (st == MDF_OK && !(x = lookup(c, root, "input")))
@@ -813,6 +856,7 @@ static mdf_status parse_root(wf_ctx *c, const yaml_node_t *root, mdf_workflow *w
     if (st == MDF_OK && (x = lookup(c, root, "hooks"))) st = parse_hooks(c, x, wf);
     if (st == MDF_OK && (x = lookup(c, root, "scheduler"))) st = parse_scheduler(c, x, wf);
     if (st == MDF_OK && (x = lookup(c, root, "max_steps"))) st = get_int64(c, x, "max_steps", 1, INT64_MAX, &wf->max_steps);
+    if (st == MDF_OK && (x = lookup(c, root, "checkpoint"))) st = parse_checkpoint(c, x, wf);
     int64_t seed = 1;
     if (st == MDF_OK && (x = lookup(c, root, "seed")) && (st = get_int64(c, x, "seed", 0, INT64_MAX, &seed)) == MDF_OK)
         wf->seed = (uint64_t)seed;

@@ -69,6 +69,11 @@ typedef struct mdf_workflow {
     char structures[WF_PATH_MAX];  /* "" : none */
     char log[WF_PATH_MAX];         /* "" : none */
     int64_t log_every;
+    char snapshots[WF_PATH_MAX];   /* "" : none; .h5md (or a "{id}" pattern): H5MD, else CSR HDF5 */
+    int64_t snapshot_every;
+    char converged[WF_PATH_MAX];   /* "" : none; CSR HDF5 of systems leaving the first stage */
+    int compression;               /* deflate level of HDF5 outputs, 0-9 */
+    int output_line;
     wf_hooks hooks;
     /* scheduler */
     char sched[WF_NAME_MAX];       /* "" : StarPU's default */
@@ -78,6 +83,11 @@ typedef struct mdf_workflow {
     int chunk_atoms;
     int64_t max_steps;             /* the run's step limit */
     uint64_t seed;
+    /* checkpoints (relative to the current directory) */
+    char checkpoint[WF_PATH_MAX];  /* "" : none */
+    int64_t checkpoint_every;      /* steps (0: only at exit) */
+    int checkpoint_line;
+    int resume;                    /* set by `mdflow run --resume`, not by the file */
 } mdf_workflow;
 
 /* Reads and checks the workflow file at path into wf. */
@@ -91,9 +101,15 @@ void wf_composition_text(const mdf_workflow *wf, char *out, size_t size);
  * (run.csv -> run.relax.csv, run.md.csv). */
 void wf_log_path(const mdf_workflow *wf, int k, char *out, size_t size);
 
+/* 1 if path names an HDF5 file (.h5, .hdf5, .h5md), 2 if an H5MD trajectory
+ * (.h5md, or a "{id}" pattern), 0 otherwise. */
+int wf_hdf5_kind(const char *path);
+
 /* Runs a loaded workflow (tools/run_workflow.c): starts StarPU, runs the
  * composition over the input with inflight batching, writes the outputs and
- * prints a summary to standard output. */
+ * prints a summary to standard output. With wf->resume, continues from the
+ * workflow's checkpoint (an error names the file when there is none, or
+ * when it belongs to another workflow or dataset). */
 mdf_status wf_run(const mdf_workflow *wf, mdf_error *err);
 
 #endif

@@ -162,6 +162,21 @@ typedef struct mdf_timing_report {
 mdf_status mdf_hook_create_timing(FILE *report_to, mdf_hook **out, mdf_error *err);
 mdf_status mdf_hook_timing_get(const mdf_hook *h, mdf_timing_report *out, mdf_error *err);
 
+/* ---- snapshots (sinks: mdflow/sink.h) ------------------------------------------ */
+
+typedef struct mdf_sink mdf_sink;
+
+/* Every N steps (AFTER_STEP), writes the stage's systems (positions,
+ * velocities, forces, energies, virial, status...) to the sink, borrowed:
+ * it must outlive the runs. Packing runs next to the data (CPU or GPU);
+ * file writes are CPU tasks that overlap the next steps. A full sink chain
+ * or a failed write stops the run with an error naming the sink. */
+mdf_status mdf_hook_create_snapshot(mdf_sink *sink, int64_t every, mdf_hook **out, mdf_error *err);
+/* At ON_CONVERGE: writes each system that just converged (or left on its
+ * step budget, flagged) once, at the step it left the (sub-)stage. Its
+ * virial is that of the last step that computed one. */
+mdf_status mdf_hook_create_converged_snapshot(mdf_sink *sink, mdf_hook **out, mdf_error *err);
+
 /* LAMMPS-style thermo rows (batch totals or per system) every N steps
  * (AFTER_STEP): what `mdflow md` prints. */
 mdf_status mdf_hook_create_thermo(FILE *out, int per_system, int64_t every, double dt_fs, mdf_hook **hout,

@@ -11,6 +11,7 @@
 #include "mdflow/model.h"
 #include "mdflow/hook.h"
 #include "mdflow/sampler.h"
+#include "mdflow/sink.h"
 #include "mdflow/stage.h"
 #include "mdflow/md.h"
 #include "mdflow/runtime.h"

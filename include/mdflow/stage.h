@@ -194,6 +194,13 @@ typedef struct mdf_inflight_config {
     int nshards;                /* shards of the batch (0: automatic) */
     mdf_exit_fn on_exit;        /* may be NULL */
     void *user;
+    /* Checkpoints (see "Checkpoints" below). */
+    const char *checkpoint_path; /* HDF5 file of the run's full state (NULL: none) */
+    int64_t checkpoint_every;   /* > 0: a checkpoint every N steps, rounded up to a
+                                 * multiple of refill_interval (checkpoints are taken
+                                 * at refill points); 0: only at exit */
+    int resume;                 /* 1: continue from checkpoint_path instead of the
+                                 * sampler's first batch */
 } mdf_inflight_config;
 
 void mdf_inflight_config_init(mdf_inflight_config *cfg);
@@ -208,6 +215,46 @@ void mdf_inflight_config_init(mdf_inflight_config *cfg);
  * report->converged counts the systems that exited. */
 mdf_status mdf_stage_run_inflight(mdf_stage *s, mdf_model *m, const mdf_inflight_config *cfg,
                                   mdf_stage_report *report, mdf_error *err);
+
+/* Checkpoints. With checkpoint_path set, mdf_stage_run_inflight saves the
+ * run's full state to that file every checkpoint_every steps and at exit
+ * (after max_steps, after the last system, and when a hook stopped the run
+ * with an error; not after an internal failure, which keeps the previous
+ * one): every array of the batch (positions, velocities, forces, atoms,
+ * per-system info with status and step counters, results, integrator state,
+ * info keys), each sub-stage's integrator workspace (the L-BFGS history),
+ * the stage's step, the sampler's position, the inflight counters, the
+ * census, the position of every hook that has one (the CSV log: its bytes
+ * written so far) and the final frames of the systems already handed to
+ * on_exit. Random numbers are Philox keyed by (seed, system id) and counted
+ * by each system's own step, so the step counters are the generators' whole
+ * state. The file is replaced atomically (FILE.tmp, fsync, rename): a kill
+ * during a checkpoint leaves the previous one.
+ *
+ * With resume = 1 the run continues from checkpoint_path: it first checks
+ * that the file belongs to this stage (methods, parameters, criteria,
+ * hooks), model, dataset (systems, atoms, structures) and sampler budgets,
+ * and fails with an error naming what differs otherwise. It then hands the
+ * final frames stored in it to on_exit again, in their order, so a receiver
+ * that starts empty ends with every system once; hooks get their positions
+ * back (restore) before they begin. max_steps may differ (a larger one
+ * continues a run stopped by max_steps).
+ *
+ * Exactness. With checkpoints on, the run's course does not depend on
+ * timing: a refill happens at every refill point (the host does not skip it
+ * on the census' word, nor refills early when nothing is left to move), a
+ * refill that removes and adds nothing keeps the model pipeline, and at
+ * each checkpoint the pipeline is rebuilt (neighbour lists afresh) and the
+ * virial computed on the step before, as a resumed run does at its start.
+ * A run interrupted after a checkpoint (killed, or stopped by max_steps on
+ * a checkpoint step) and resumed then ends in the same state, bit for bit,
+ * as an uninterrupted run with the same checkpoint cadence, on CPU workers
+ * under any scheduler, with the same number of workers and chunking (each
+ * system's arithmetic is in a fixed order; the automatic chunk size depends
+ * on the worker count). Only to round-off: a run stopped by max_steps
+ * between checkpoint steps (the resumed run builds its neighbour lists at
+ * another step), another worker count, and CUDA workers (sums use atomics).
+ * mdf_stage_run (without a sampler) writes no checkpoint. */
 
 /* Names of the integrators and optimisers (registry order). */
 size_t mdf_integrator_count(void);

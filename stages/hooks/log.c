@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "../hook_internal.h"
 #include "../rows.h"
 
@@ -35,6 +37,8 @@ typedef struct log_impl {
     mdf_rows *rows;
     char *buf;                /* one step's block */
     int failed;               /* errno of the first failed write (0: none) */
+    int resuming;             /* restore() asked begin() to continue the file ... */
+    int64_t resume_at;        /* ... from this byte (the rows of the checkpoint) */
 } log_impl;
 
 /* ---- number formatting ------------------------------------------------------------ */
@@ -190,6 +194,16 @@ static mdf_status log_begin(mdf_hook *h, const mdf_hook_begin *b, mdf_error *err
     free(L->buf);
     L->buf = malloc(LOG_ROW_MAX * (b->b->sys_cap ? b->b->sys_cap : 1));
     if (!L->buf) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the log of %zu systems", b->b->nsys);
+    if (L->resuming) {
+        /* A resumed run: the rows up to the checkpoint stay, later ones go. */
+        L->resuming = 0;
+        L->fp = fopen(L->tmp_path, "r+");
+        if (!L->fp || ftruncate(fileno(L->fp), (off_t)L->resume_at) != 0 ||
+            fseeko(L->fp, (off_t)L->resume_at, SEEK_SET) != 0)
+            return mdf_error_set(err, MDF_ERR_IO, "cannot continue the log '%s' (opening '%s' at byte %lld: %s)",
+                                 L->path, L->tmp_path, (long long)L->resume_at, strerror(errno));
+        return mdf_rows_create(b->b, 1, h->every, b->window, log_emit, L, &L->rows, err);
+    }
     L->fp = fopen(L->tmp_path, "w");
     if (!L->fp)
         return mdf_error_set(err, MDF_ERR_IO,
@@ -226,6 +240,47 @@ static mdf_status log_end(mdf_hook *h, mdf_error *err)
     return MDF_OK;
 }
 
+/* Checkpoints: the bytes written so far (every row of the steps done: no
+ * task is pending, so the collector emitted them all); -1 before begin. */
+static long log_save(mdf_hook *h, void *buf, size_t cap)
+{
+    log_impl *L = (log_impl *)h->impl;
+    if (cap < sizeof(int64_t)) return -1;
+    int64_t at = -1;
+    if (L->fp && fflush(L->fp) == 0) at = (int64_t)ftello(L->fp);
+    memcpy(buf, &at, sizeof at);
+    return (long)sizeof at;
+}
+
+/* Before begin: the file to continue is PATH.tmp (a run killed or still
+ * going), or PATH (a run that ended, renamed it, and is now continued). */
+static mdf_status log_restore(mdf_hook *h, const void *buf, size_t n, mdf_error *err)
+{
+    log_impl *L = (log_impl *)h->impl;
+    int64_t at = -1;
+    if (n != sizeof at) return mdf_error_set(err, MDF_ERR_PARSE, "the checkpoint's position of the log '%s' is damaged", L->path);
+    memcpy(&at, buf, sizeof at);
+    L->resuming = 0;
+    if (at < 0) return MDF_OK; /* it had not begun: start afresh */
+    struct stat sb;
+    if (stat(L->tmp_path, &sb) != 0) {
+        if (stat(L->path, &sb) != 0)
+            return mdf_error_set(err, MDF_ERR_IO, "the log '%s' that the checkpoint continues is gone (neither '%s' "
+                                 "nor '%s' exists): restore it, or start afresh without resuming", L->path,
+                                 L->tmp_path, L->path);
+        if (rename(L->path, L->tmp_path) != 0)
+            return mdf_error_set(err, MDF_ERR_IO, "cannot continue the log '%s' (moving it to '%s': %s)", L->path,
+                                 L->tmp_path, strerror(errno));
+    }
+    if ((int64_t)sb.st_size < at)
+        return mdf_error_set(err, MDF_ERR_IO, "the log '%s' has %lld bytes, fewer than the %lld it had at the "
+                             "checkpoint: restore it, or start afresh without resuming", L->tmp_path,
+                             (long long)sb.st_size, (long long)at);
+    L->resuming = 1;
+    L->resume_at = at;
+    return MDF_OK;
+}
+
 static void log_free(void *p)
 {
     log_impl *L = (log_impl *)p;
@@ -239,7 +294,8 @@ static void log_free(void *p)
 }
 
 static const mdf_hook_ops log_ops = {.kind = "log", .needs = MDF_HOOK_NEEDS_FMAX, .begin = log_begin,
-                                     .submit = log_submit, .end = log_end, .destroy_impl = log_free};
+                                     .submit = log_submit, .end = log_end, .destroy_impl = log_free,
+                                     .save = log_save, .restore = log_restore};
 
 mdf_status mdf_hook_create_log(const char *path, int64_t every, mdf_hook **out, mdf_error *err)
 {
