@@ -289,12 +289,12 @@ static mdf_status find_length(mdf_h5s_writer *w, mdf_error *err)
         return mdf_error_set(err, MDF_ERR_PARSE, "HDF5 file '%s': /structures/atom_ptr[0] is %lld, not 0", w->path,
                              p0);
     }
+    /* a decrease marks rows a killed append extended but never wrote (fill
+     * value 0): the complete systems end there */
     for (int64_t i = 0; i < n; i++)
         if (ptr[i + 1] < ptr[i]) {
-            free(ptr);
-            return mdf_error_set(err, MDF_ERR_PARSE,
-                                 "HDF5 file '%s': /structures/atom_ptr decreases at row %lld (%lld after %lld)",
-                                 w->path, (long long)(i + 1), (long long)ptr[i + 1], (long long)ptr[i]);
+            n = i;
+            break;
         }
     while (n > 0 && ptr[n] > amin) n--;
     w->nsys = n;

@@ -79,7 +79,7 @@ mdf_status mdf_h5_fail(mdf_error *err, mdf_status code, const char *fmt, ...)
 {
     walk_state w;
     memset(&w, 0, sizeof w);
-    if (getenv("MDF_H5_DEBUG")) H5Eprint2(H5E_DEFAULT, stderr);
+    if (getenv("MDF_H5_DEBUG")) H5Eprint2(H5E_DEFAULT, stderr); /* the whole HDF5 stack, for debugging */
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, &w);
     H5Eclear2(H5E_DEFAULT);
     char msg[MDF_ERROR_MESSAGE_MAX];
@@ -246,6 +246,7 @@ int mdf_h5_attr_string(hid_t obj, const char *name, const char *value)
 
 int mdf_h5_attr_strings(hid_t obj, const char *name, const char *const *values, int n)
 {
+    if (n <= 0) return -1;
     size_t w = 1;
     for (int i = 0; i < n; i++)
         if (strlen(values[i]) + 1 > w) w = strlen(values[i]) + 1;
@@ -405,13 +406,11 @@ int mdf_h5_write_rows(hid_t dset, hid_t mtype, int64_t row0, int64_t nrows, cons
 {
     if (nrows <= 0) return 0;
     int64_t have = mdf_h5_rows(dset);
-    if (have < 0) { if (getenv("MDF_H5_DEBUG")) fprintf(stderr, "rows failed\n"); return -1;}
-    if (have < row0 + nrows && mdf_h5_set_rows(dset, row0 + nrows) < 0) { if (getenv("MDF_H5_DEBUG")) {fprintf(stderr, "set rows failed %lld %lld\n", (long long)have, (long long)(row0+nrows)); H5Eprint2(H5E_DEFAULT, stderr);} return -1;}
+    if (have < 0) return -1;
+    if (have < row0 + nrows && mdf_h5_set_rows(dset, row0 + nrows) < 0) return -1;
     hid_t fs = -1, ms = -1;
     int r = -1;
     if (select_rows(dset, row0, nrows, &fs, &ms) == 0) r = H5Dwrite(dset, mtype, ms, fs, H5P_DEFAULT, buf) < 0 ? -1 : 0;
-    else if (getenv("MDF_H5_DEBUG")) fprintf(stderr, "select failed %lld %lld %lld\n", (long long)have, (long long)row0, (long long)nrows);
-    if (r < 0 && getenv("MDF_H5_DEBUG")) H5Eprint2(H5E_DEFAULT, stderr);
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
     return r;

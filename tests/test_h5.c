@@ -858,8 +858,14 @@ static void test_h5md(void **state)
     o.append = 1;
     mdf_error_clear(&err);
     assert_int_equal(mdf_h5md_open(path_of("text.h5"), &o, &w, &err), MDF_ERR_PARSE);
+    /* a structure file is HDF5 but not H5MD */
+    mdf_h5s_writer *sw;
+    mdf_h5_options so;
+    mdf_h5_options_init(&so);
+    TU_CALL(mdf_h5s_open, path_of("structures_not_h5md.h5"), &so, &sw);
+    TU_CALL(mdf_h5s_close, sw);
     mdf_error_clear(&err);
-    assert_int_equal(mdf_h5md_open(path_of("rt.h5"), &o, &w, &err), MDF_ERR_PARSE);
+    assert_int_equal(mdf_h5md_open(path_of("structures_not_h5md.h5"), &o, &w, &err), MDF_ERR_PARSE);
     assert_non_null(strstr(err.message, "not an H5MD file"));
 }
 
