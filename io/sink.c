@@ -475,6 +475,54 @@ mdf_status mdf_sink_write(mdf_sink *s, const mdf_batch *b, const uint8_t *mask, 
     return st;
 }
 
+static int64_t info_int(const mdf_frame *f, const char *key, int64_t fallback)
+{
+    const char *v = mdf_frame_get_info(f, key);
+    char *end = NULL;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    return v && end != v ? (int64_t)x : fallback;
+}
+
+/* Packed system d of buf from a frame (the inverse of snapshot_frame). */
+static void pack_frame(char *buf, const mdf_pack_layout *L, const mdf_frame *f, int64_t index)
+{
+    mdf_pack_header *h = (mdf_pack_header *)buf;
+    int64_t d = h->nsys, a0 = h->natoms, n = f->natoms;
+    MDF_PACK_PTR(buf, *L, atom_ptr, int64_t)[d] = a0;
+    MDF_PACK_PTR(buf, *L, atom_ptr, int64_t)[d + 1] = a0 + n;
+    MDF_PACK_PTR(buf, *L, id, int64_t)[d] = info_int(f, "mdf_system_id", index);
+    MDF_PACK_PTR(buf, *L, step, int64_t)[d] = info_int(f, "mdf_step", 0);
+    MDF_PACK_PTR(buf, *L, status, int32_t)[d] = (int32_t)info_int(f, "mdf_status", 0);
+    for (int k = 0; k < 3; k++) MDF_PACK_PTR(buf, *L, pbc, int32_t)[3 * d + k] = f->pbc[k];
+    memcpy(MDF_PACK_PTR(buf, *L, cell, double) + 9 * d, f->cell, sizeof f->cell);
+    MDF_PACK_PTR(buf, *L, energy, double)[d] = f->has_energy ? f->energy : NAN;
+    MDF_PACK_PTR(buf, *L, fmax, double)[d] = NAN;
+    memcpy(MDF_PACK_PTR(buf, *L, pos, double) + 3 * a0, f->positions, (size_t)(24 * n));
+    if (f->velocities) memcpy(MDF_PACK_PTR(buf, *L, vel, double) + 3 * a0, f->velocities, (size_t)(24 * n));
+    if (f->forces) memcpy(MDF_PACK_PTR(buf, *L, force, double) + 3 * a0, f->forces, (size_t)(24 * n));
+    memcpy(MDF_PACK_PTR(buf, *L, numbers, int32_t) + a0, f->numbers, (size_t)(4 * n));
+    for (int64_t a = 0; a < n; a++)
+        MDF_PACK_PTR(buf, *L, mass, double)[a0 + a] = f->masses ? f->masses[a] : mdf_element_mass(f->numbers[a]);
+    h->nsys++;
+    h->natoms += n;
+}
+
+mdf_status mdf_sink_write_frames(mdf_sink *s, const mdf_frame *frames, size_t n, mdf_error *err)
+{
+    if (!s || (!frames && n)) return mdf_error_set(err, MDF_ERR_INVALID, "mdf_sink_write_frames needs a sink and frames");
+    if (n == 0) return MDF_OK;
+    int64_t natoms = 0;
+    for (size_t i = 0; i < n; i++) natoms += frames[i].natoms;
+    char *buf = pack_alloc((int64_t)n, natoms > 0 ? natoms : 1);
+    if (!buf) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to pack %zu frames", n);
+    mdf_pack_layout L = mdf_pack_layout_of((int64_t)n, natoms > 0 ? natoms : 1);
+    for (size_t i = 0; i < n; i++) pack_frame(buf, &L, &frames[i], (int64_t)i);
+    mdf_snapshot view = pack_view(buf);
+    mdf_status st = mdf_sink_write_snapshot(s, &view, err);
+    free(buf);
+    return st;
+}
+
 /* Member j and the index within it of stored system i of a chain. */
 static mdf_sink *locate(mdf_sink *s, int64_t *i)
 {

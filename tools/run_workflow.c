@@ -4,7 +4,6 @@
  * written in input order (by system id) at the end. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,63 +281,19 @@ static out_entry *gather(const collector *c, const mdf_frame_list *input, unstar
     return e;
 }
 
-static int64_t info_value(const mdf_frame *f, const char *key)
-{
-    const char *v = mdf_frame_get_info(f, key);
-    return v ? strtoll(v, NULL, 10) : 0;
-}
-
-/* Final frames as CSR structure datasets (docs/hdf5.md). Frames carry no
- * virial, kinetic energy or time: those datasets hold 0, fmax NaN. */
+/* Final frames as CSR structure datasets (docs/hdf5.md). */
 static mdf_status write_structures_h5(const mdf_workflow *wf, const mdf_frame *fr, size_t n, mdf_error *err)
 {
-    int64_t natoms = 0;
-    for (size_t i = 0; i < n; i++) natoms += fr[i].natoms;
-    size_t ns = n + 1, na = (size_t)natoms + 1;
-    int64_t *ptr = calloc(ns, 8), *id = calloc(ns, 8), *step = calloc(ns, 8);
-    int32_t *status = calloc(ns, 4), *flags = calloc(ns, 4), *pbc = calloc(3 * ns, 4), *numbers = calloc(na, 4);
-    double *cell = calloc(9 * ns, 8), *energy = calloc(ns, 8), *zero = calloc(9 * ns, 8), *fmax = calloc(ns, 8);
-    double *pos = calloc(3 * na, 8), *vel = calloc(3 * na, 8), *force = calloc(3 * na, 8), *mass = calloc(na, 8);
-    mdf_status st = MDF_OK;
-    if (!ptr || !id || !step || !status || !flags || !pbc || !numbers || !cell || !energy || !zero || !fmax || !pos ||
-        !vel || !force || !mass)
-        st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to write %zu structures to %s", n, wf->structures);
-    for (size_t i = 0; st == MDF_OK && i < n; i++) {
-        const mdf_frame *f = &fr[i];
-        int64_t a0 = ptr[i];
-        ptr[i + 1] = a0 + f->natoms;
-        id[i] = info_value(f, "mdf_system_id");
-        step[i] = info_value(f, "mdf_step");
-        status[i] = (int32_t)info_value(f, "mdf_status");
-        for (int d = 0; d < 3; d++) pbc[3 * i + d] = f->pbc[d];
-        memcpy(cell + 9 * i, f->cell, sizeof f->cell);
-        energy[i] = f->has_energy ? f->energy : NAN;
-        fmax[i] = NAN;
-        memcpy(pos + 3 * a0, f->positions, (size_t)f->natoms * 24);
-        if (f->velocities) memcpy(vel + 3 * a0, f->velocities, (size_t)f->natoms * 24);
-        if (f->forces) memcpy(force + 3 * a0, f->forces, (size_t)f->natoms * 24);
-        memcpy(numbers + a0, f->numbers, (size_t)f->natoms * 4);
-        for (int64_t a = 0; a < f->natoms; a++)
-            mass[a0 + a] = f->masses ? f->masses[a] : mdf_element_mass(f->numbers[a]);
-    }
     mdf_sink *sink = NULL;
     mdf_h5_options o;
     mdf_h5_options_init(&o);
     o.compression = wf->compression;
-    if (st == MDF_OK) st = mdf_sink_create_hdf5(wf->structures, &o, &sink, err);
-    if (st == MDF_OK) {
-        mdf_snapshot snap = {.nsys = (int64_t)n, .natoms = natoms, .atom_ptr = ptr, .id = id, .step = step,
-                             .status = status, .flags = flags, .pbc = pbc, .cell = cell, .energy = energy,
-                             .kinetic = zero, .fmax = fmax, .virial = zero, .time_fs = zero, .positions = pos,
-                             .velocities = vel, .forces = force, .masses = mass, .numbers = numbers};
-        st = mdf_sink_write_snapshot(sink, &snap, err);
-        mdf_status cs = mdf_sink_close(sink, st == MDF_OK ? err : NULL);
-        if (st == MDF_OK) st = cs;
-        mdf_sink_destroy(sink);
-    }
-    free(ptr), free(id), free(step), free(status), free(flags), free(pbc), free(numbers), free(cell);
-    free(energy), free(zero), free(fmax), free(pos), free(vel), free(force), free(mass);
-    return st;
+    mdf_status st = mdf_sink_create_hdf5(wf->structures, &o, &sink, err);
+    if (st != MDF_OK) return st;
+    st = mdf_sink_write_frames(sink, fr, n, err);
+    mdf_status cs = mdf_sink_close(sink, st == MDF_OK ? err : NULL);
+    mdf_sink_destroy(sink);
+    return st == MDF_OK ? cs : st;
 }
 
 static mdf_status write_structures(const mdf_workflow *wf, const out_entry *e, size_t n, mdf_error *err)
