@@ -88,8 +88,9 @@ static int add_chunk(mdf_chunk *out, int n, int32_t a0, int32_t a1, int32_t s0, 
     return n + 1;
 }
 
-/* Groups whole systems into chunks of about `target` atoms; a system larger
- * than target is split into equal slices, each a chunk of its own. Returns
+/* Groups whole systems into chunks of about `target` atoms (the last one up
+ * to 1.5 target); a system larger than target is split into equal slices,
+ * each a chunk of its own. Returns
  * the count, or more than MDF_REDUCE_MAX_CHUNKS when target is too small. */
 static int plan_chunks(const mdf_sys_info *sys, int32_t nsys, int32_t target, mdf_chunk *out)
 {
@@ -108,7 +109,11 @@ static int plan_chunks(const mdf_sys_info *sys, int32_t nsys, int32_t target, md
             continue;
         }
         gatoms += na;
-        if (gatoms >= target) {
+        /* Close the group at the target, unless what follows in the shard
+         * is less than half a target: a sliver of a chunk costs its tasks'
+         * overhead and buys no parallelism. */
+        int32_t rest = sys[nsys - 1].atom_start + sys[nsys - 1].natoms - (a0 + na);
+        if (gatoms >= target && (rest >= target / 2 || s == nsys - 1)) {
             n = add_chunk(out, n, sys[g0].atom_start, a0 + na, g0, s + 1, sys[g0].atom_start, a0 + na);
             g0 = s + 1;
             gatoms = 0;

@@ -34,6 +34,9 @@ mdf_status mdf_runtime_start(const mdf_runtime_config *cfg_in, mdf_error *err)
 
 void mdf_runtime_stop(void) { starpu_shutdown(); }
 
+void mdf_runtime_pause(void) { starpu_pause(); }
+void mdf_runtime_resume(void) { starpu_resume(); }
+
 int mdf_runtime_cpu_workers(void) { return (int)starpu_cpu_worker_get_count(); }
 int mdf_runtime_cuda_workers(void) { return (int)starpu_cuda_worker_get_count(); }
 

@@ -274,6 +274,8 @@ int32_t mdf_stage_exit_status(const mdf_stage *s) { return s->parts[s->nparts - 
 typedef struct census {
     int64_t step;      /* step of the latest census (-1: none yet) */
     int64_t left;      /* the stage's systems in the shard at that step */
+    int32_t first_busy;/* the first part with systems then (nparts: none);
+                        * 0 when unknown (a census restored from a checkpoint) */
 } census;
 
 typedef struct stage_run {
@@ -401,9 +403,15 @@ static void census_view(void *user, const mdf_host_view_args *a, const mdf_sys_i
     (void)res;
     stage_run *r = (stage_run *)user;
     int64_t left = 0;
-    for (int32_t s = 0; s < a->nsys; s++) left += sys[s].status >= r->lo && sys[s].status <= r->hi;
+    int32_t first_busy = r->hi - r->lo + 1;
+    for (int32_t s = 0; s < a->nsys; s++)
+        if (sys[s].status >= r->lo && sys[s].status <= r->hi) {
+            left++;
+            if (sys[s].status - r->lo < first_busy) first_busy = sys[s].status - r->lo;
+        }
     pthread_mutex_lock(&r->ctl.lock);
-    if (a->step > r->cens[a->shard].step) r->cens[a->shard] = (census){.step = a->step, .left = left};
+    if (a->step > r->cens[a->shard].step)
+        r->cens[a->shard] = (census){.step = a->step, .left = left, .first_busy = first_busy};
     pthread_mutex_unlock(&r->ctl.lock);
 }
 
@@ -436,17 +444,32 @@ static mdf_step_ctx part_ctx(stage_run *r, int p, int k, int64_t step)
                           .step = step};
 }
 
+/* The first part that may have systems in shard k: parts before it were
+ * empty at the latest census. A system's status only moves forward within a
+ * run and a refill forgets the census, so those parts' updates and entry
+ * draws have nothing to do in the shard from the step after the census on:
+ * the host skips the tasks (no-ops otherwise; the results are the same
+ * either way). Their hooks still run. */
+static int32_t shard_first_busy(stage_run *r, int k)
+{
+    pthread_mutex_lock(&r->ctl.lock);
+    int32_t first = r->cens[k].step >= 0 ? r->cens[k].first_busy : 0;
+    pthread_mutex_unlock(&r->ctl.lock);
+    return first;
+}
+
 /* The first half of a step for every part: hooks, entries, pre_update. */
-static mdf_status submit_first_half(stage_run *r, int k, int64_t step, mdf_error *err)
+static mdf_status submit_first_half(stage_run *r, int k, int64_t step, int32_t first_busy, mdf_error *err)
 {
     mdf_status st = MDF_OK;
     for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) {
         const stage_part *part = &r->s->parts[p];
         mdf_step_ctx ctx = part_ctx(r, p, k, step);
+        int idle = p < first_busy;
         st = submit_hooks(r, p, k, MDF_BEFORE_STEP, step, err);
-        if (st == MDF_OK) st = submit_entries(r, p, k, err);
+        if (st == MDF_OK && !idle) st = submit_entries(r, p, k, err);
         if (st == MDF_OK) st = submit_hooks(r, p, k, MDF_BEFORE_PRE_UPDATE, step, err);
-        if (st == MDF_OK && part->integ->pre_update(&ctx) != 0)
+        if (st == MDF_OK && !idle && part->integ->pre_update(&ctx) != 0)
             st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s pre_update", part->integ->name);
         if (st == MDF_OK) st = submit_hooks(r, p, k, MDF_AFTER_PRE_UPDATE, step, err);
     }
@@ -454,14 +477,14 @@ static mdf_status submit_first_half(stage_run *r, int k, int64_t step, mdf_error
 }
 
 /* The second half for every part: hooks, post_update. */
-static mdf_status submit_second_half(stage_run *r, int k, int64_t step, mdf_error *err)
+static mdf_status submit_second_half(stage_run *r, int k, int64_t step, int32_t first_busy, mdf_error *err)
 {
     mdf_status st = submit_point(r, k, MDF_AFTER_COMPUTE, step, err);
     for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) {
         const stage_part *part = &r->s->parts[p];
         mdf_step_ctx ctx = part_ctx(r, p, k, step);
         st = submit_hooks(r, p, k, MDF_BEFORE_POST_UPDATE, step, err);
-        if (st == MDF_OK && part->integ->post_update && part->integ->post_update(&ctx) != 0)
+        if (st == MDF_OK && p >= first_busy && part->integ->post_update && part->integ->post_update(&ctx) != 0)
             st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s post_update", part->integ->name);
         if (st == MDF_OK) st = submit_hooks(r, p, k, MDF_AFTER_POST_UPDATE, step, err);
     }
@@ -472,10 +495,11 @@ static mdf_status submit_step(stage_run *r, int64_t step, int flags, int check, 
 {
     mdf_status st = MDF_OK;
     for (int k = 0; st == MDF_OK && k < r->b->nshards; k++) {
-        st = submit_first_half(r, k, step, err);
+        int32_t first_busy = shard_first_busy(r, k); /* once: both halves agree */
+        st = submit_first_half(r, k, step, first_busy, err);
         /* One model evaluation for the systems of every part. */
         if (st == MDF_OK) st = mdf_compute_submit(r->c, k, flags, err);
-        if (st == MDF_OK) st = submit_second_half(r, k, step, err);
+        if (st == MDF_OK) st = submit_second_half(r, k, step, first_busy, err);
         if (st == MDF_OK && check) st = submit_converge(r, k, 0, err);
         if (st == MDF_OK) st = submit_point(r, k, MDF_ON_CONVERGE, step, err);
         if (st == MDF_OK) st = submit_point(r, k, MDF_AFTER_STEP, step, err);

@@ -474,6 +474,34 @@ static void test_open(void **state)
     run_case(&c);
 }
 
+/* (d') open two-species clusters, small and dense to large and sparse, so
+ * that both CPU paths meet LAMMPS: every pair of a small open system
+ * (codelets/lj/lj_dense.c) and the Verlet list (the 500 atoms spread over a
+ * 50 Å box have ~50 times more pairs than list entries). */
+static void test_open_mixed(void **state)
+{
+    (void)state;
+    lj_case c;
+    memset(&c, 0, sizeof c);
+    c.name = "open ArKr";
+    c.nspecies = 2;
+    c.z[0] = 18;
+    c.z[1] = 36;
+    add_pair(&c, 18, 18, 0.0104, 3.40, 7.0);
+    add_pair(&c, 36, 36, 0.0140, 3.65, 8.0);
+    add_pair(&c, 18, 36, 0.0131, 3.47, 7.6);
+    c.shift = 1;
+    const int zs2[2] = {18, 36}, zs3[3] = {36, 18, 18};
+    const int open[3] = {0, 0, 0};
+    const double small[9] = {11.0, 0, 0, 0, 11.5, 0, 0, 0, 12.0};
+    const double mid[9] = {20.0, 0, 0, 0, 21.0, 0, 0, 0, 19.0};
+    const double sparse[9] = {50.0, 0, 0, 0, 48.0, 0, 0, 0, 52.0};
+    c.frames[c.nframes++] = tu_random(30, small, open, 3.1, zs2, 2, 601);
+    c.frames[c.nframes++] = tu_random(150, mid, open, 3.1, zs3, 3, 602);
+    c.frames[c.nframes++] = tu_random(500, sparse, open, 3.1, zs2, 2, 603);
+    run_case(&c);
+}
+
 /* (e) atoms far outside the cell: the triclinic crystal of (b) with atoms
  * moved by whole lattice vectors (up to three periods, both signs), as
  * unwrapped coordinates are after a long run. The physics is that of the
@@ -525,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_triclinic),
         cmocka_unit_test(test_two_species),
         cmocka_unit_test(test_open),
+        cmocka_unit_test(test_open_mixed),
         cmocka_unit_test(test_unwrapped),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,13 +43,18 @@
  *    `lmp`.
  * 4. Invariance: bit-for-bit identical positions, velocities, cells, kinetic
  *    and extra energies with 1, 3 and 5 shards, under eager and dmda.
- * 5. Bad parameters give errors that name the parameter and its range. */
+ * 5. Bad parameters give errors that name the parameter and its range.
+ * 6. The noise: the logarithm and sine/cosine of the Box–Muller transform
+ *    (plain arithmetic, mdf_philox.h) against libm, and the normals against
+ *    the moments of N(0, 1): mean 0, variance 1, fourth moment 3, the two
+ *    of a Box–Muller pair uncorrelated, P(|g| > 3) = 0.0026998. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
+#include "../codelets/common/mdf_philox.h"
 
 #define AR_EPS 0.0104
 #define AR_SIG 3.40
@@ -632,6 +637,68 @@ static void bad_npt_beta(mdf_dynamics_params *p) { p->npt.compressibility_per_ba
 static void bad_npt_taut(mdf_dynamics_params *p) { p->npt.tau_t_fs = NAN; }
 static void bad_npt_temp(mdf_dynamics_params *p) { p->temperature_K = 0.0; }
 
+/* ---- 6. the noise -------------------------------------------------------------- */
+
+static uint32_t lcg_word(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*x >> 32);
+}
+
+static void test_normals(void **state)
+{
+    (void)state;
+    /* ln((r + 1) / 2^32): exact at powers of two, within 2 ulp elsewhere. */
+    assert_true(mdf_log_u32(0xffffffffu) == 0.0);
+    assert_true(fabs(mdf_log_u32(0u) + 32.0 * log(2.0)) <= 1e-15 * 32.0 * log(2.0));
+    uint64_t x = 2026;
+    double worst_log = 0.0, worst_trig = 0.0;
+    for (int i = 0; i < 2000000; i++) {
+        uint32_t r = i < 4096 ? (uint32_t)i : i < 8192 ? 0xffffffffu - (uint32_t)(i - 4096) : lcg_word(&x);
+        double u = ((double)r + 1.0) / 4294967296.0, ref = log(u);
+        double rel = fabs(mdf_log_u32(r) - ref) / fabs(ref);
+        if (ref != 0.0 && rel > worst_log) worst_log = rel;
+        /* The reference angle carries its own rounding (≤ 1 ulp of 2π). */
+        double s, c, a = 6.283185307179586 * ((double)r / 4294967296.0);
+        mdf_sincos_turn_u32(r, &s, &c);
+        double e = fmax(fabs(s - sin(a)), fabs(c - cos(a)));
+        if (e > worst_trig) worst_trig = e;
+    }
+    printf("  ln: max relative error %.3g; sin/cos: max absolute error %.3g\n", worst_log, worst_trig);
+    assert_true(worst_log < 4.5e-16);
+    assert_true(worst_trig < 2.5e-15);
+    const uint32_t quarter[4] = {0u, 1u << 30, 2u << 30, 3u << 30};
+    const double want_s[4] = {0, 1, 0, -1}, want_c[4] = {1, 0, -1, 0};
+    for (int q = 0; q < 4; q++) {
+        double s, c;
+        mdf_sincos_turn_u32(quarter[q], &s, &c);
+        assert_true(fabs(s - want_s[q]) < 1e-15 && fabs(c - want_c[q]) < 1e-15);
+    }
+    /* Moments of 3 n normals against N(0, 1); 4 standard errors each. */
+    const int n = 1000000;
+    double m1 = 0, m2 = 0, m4 = 0, pair = 0, tail = 0;
+    for (int i = 0; i < n; i++) {
+        mdf_normal3 g = mdf_normal3_step(0x1234abcdull, i / 1000, (uint32_t)(i % 1000), MDF_RNG_LANGEVIN);
+        for (int k = 0; k < 3; k++) {
+            double v = g.g[k];
+            m1 += v;
+            m2 += v * v;
+            m4 += v * v * v * v;
+            tail += fabs(v) > 3.0;
+        }
+        pair += g.g[0] * g.g[1];
+    }
+    double N = 3.0 * n, p3 = erfc(3.0 / sqrt(2.0));
+    m1 /= N, m2 /= N, m4 /= N, pair /= n, tail /= N;
+    printf("  normals: mean %.2e, variance %.5f, 4th moment %.4f, pair correlation %.2e, P(|g|>3) %.6f (%.6f)\n",
+           m1, m2, m4, pair, tail, p3);
+    assert_true(fabs(m1) < 4.0 / sqrt(N));
+    assert_true(fabs(m2 - 1.0) < 4.0 * sqrt(2.0 / N));
+    assert_true(fabs(m4 - 3.0) < 4.0 * sqrt(96.0 / N));
+    assert_true(fabs(pair) < 4.0 / sqrt((double)n));
+    assert_true(fabs(tail - p3) < 4.0 * sqrt(p3 * (1.0 - p3) / N));
+}
+
 static void test_bad_parameters(void **state)
 {
     (void)state;
@@ -677,6 +744,7 @@ int main(void)
 {
     tu_start(NULL, 2, 0);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_normals),
         cmocka_unit_test(test_bad_parameters),
         cmocka_unit_test(test_langevin_canonical),
         cmocka_unit_test(test_bussi_canonical),

@@ -447,8 +447,12 @@ static mdf_status finish(const mdf_workflow *wf, run_state *rs, const mdf_stage_
     mdf_error_clear(&werr);
     unstarted u = {0};
     out_entry *e = gather(&rs->col, &rs->frames, &u, &n, &werr);
-    if (e && *wf->structures && (st == MDF_OK || err->code == MDF_ERR_PHYSICS))
+    if (e && *wf->structures && (st == MDF_OK || err->code == MDF_ERR_PHYSICS)) {
+        /* Host work only (every task has finished): the workers sleep meanwhile. */
+        mdf_runtime_pause();
         write_structures(wf, e, n, &werr);
+        mdf_runtime_resume();
+    }
     if (st == MDF_OK && werr.code != MDF_OK) {
         *err = werr;
         st = werr.code;

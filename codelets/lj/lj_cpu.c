@@ -5,6 +5,7 @@
 #include <string.h>
 #include <starpu.h>
 #include "lj_codelet.h"
+#include "lj_dense.h"
 
 typedef struct lj_acc {
     double e;
@@ -69,10 +70,27 @@ static inline void lj_atom_list(int32_t i, int single, int virial, const double 
     for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
 }
 
+/* Pairs in system s's half lists (the atoms of chunk c). */
+static int64_t lj_list_pairs(const mdf_chunk *c, const mdf_sys_info *s, const mdf_nl_list_view *l)
+{
+    int32_t i0 = s->atom_start > c->atom_begin ? s->atom_start : c->atom_begin;
+    int32_t i1 = s->atom_start + s->natoms;
+    if (i1 > c->atom_end) i1 = c->atom_end;
+    int64_t n = 0;
+    for (int32_t i = i0; i < i1; i++) n += l->n_up[i - c->atom_begin];
+    return n;
+}
+
 static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, const double *w, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
-                      const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, mdf_sys_result *r)
+                      const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, double *scratch,
+                      mdf_sys_result *r)
 {
+    if (scratch && mdf_lj_dense_suits(s, c, lj_list_pairs(c, s, l))) {
+        /* Open boundaries: raw positions are the right ones (no images). */
+        mdf_lj_dense_system(x, f, atoms, s, p, virial, scratch, &r->energy, r->virial);
+        return;
+    }
     double shift[27][3];
     for (uint32_t code = 0; code < 27; code++) mdf_nl_image_shift(code, s->cell, shift[code]);
     int32_t i0 = s->atom_start > c->atom_begin ? s->atom_start : c->atom_begin;
@@ -118,7 +136,14 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     /* Wrapped positions x + o of every atom the chunk reads, once; indexed
      * like x (entries before touch_begin are unused). */
     double *w = malloc(sizeof(double) * 3 * (size_t)(c->touch_end > 0 ? c->touch_end : 1));
-    if (!w) {
+    /* Room for the largest system that may take the all-pairs path. */
+    int32_t dense_atoms = 0;
+    for (int32_t s = c->sys_begin; s < c->sys_end; s++)
+        if (sys[s].natoms <= MDF_LJ_DENSE_MAX_ATOMS && sys[s].natoms > dense_atoms) dense_atoms = sys[s].natoms;
+    double *scratch = dense_atoms ? malloc(sizeof(double) * mdf_lj_dense_scratch_doubles(dense_atoms)) : NULL;
+    if (!w || (dense_atoms && !scratch)) {
+        free(w);
+        free(scratch);
         mdf_lj_cpu_flag_failure(res, c);
         return;
     }
@@ -132,7 +157,8 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         if (t1 > t0) memset(f + 3 * (size_t)t0, 0, sizeof(double) * 3 * (size_t)(t1 - t0));
         res[s].energy = 0.0;
         if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);
-        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, &res[s]);
+        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &res[s]);
     }
+    free(scratch);
     free(w);
 }

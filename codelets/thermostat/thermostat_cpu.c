@@ -21,6 +21,30 @@ static void scale_velocities(const mdf_sys_info *s, double *v, double alpha)
     for (int32_t k = 3 * s->atom_start; k < 3 * a1; k++) v[k] *= alpha;
 }
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define MDF_NORMAL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define MDF_NORMAL_CLONES
+#endif
+
+#define NORMAL_BLOCK 64
+
+/* The Langevin normals of atoms first .. first + n - 1 of a system (the
+ * numbers mdf_gauss3_step draws, to round-off), a block at a time: the
+ * Philox rounds and Box–Muller vectorise over atoms. */
+MDF_NORMAL_CLONES static void langevin_normals(uint64_t key, int64_t step, uint32_t first, int32_t n,
+                                               double g[3][NORMAL_BLOCK])
+{
+#pragma omp simd
+    for (int32_t i = 0; i < n; i++) {
+        mdf_normal3 n3 = mdf_normal3_step(key, step, first + (uint32_t)i, MDF_RNG_LANGEVIN);
+        g[0][i] = n3.g[0];
+        g[1][i] = n3.g[1];
+        g[2][i] = n3.g[2];
+    }
+}
+
 /* buffers: pos RW, vel RW, force R, atoms R, sys R, res RW, state RW */
 void mdf_langevin_pre_cpu(void *buffers[], void *cl_arg)
 {
@@ -39,10 +63,18 @@ void mdf_langevin_pre_cpu(void *buffers[], void *cl_arg)
         }
         uint64_t key = mdf_velocity_key(a->seed, sys[s].id);
         double dk = 0.0;
-        for (int32_t i = 0; i < sys[s].natoms; i++) {
-            int32_t at = sys[s].atom_start + i;
-            dk += mdf_baoab_pre_atom(x + 3 * at, v + 3 * at, f + 3 * at, atoms[at].mass, atoms[at].inv_mass,
-                                     atoms[at].flags, a, key, sys[s].step, (uint32_t)i);
+        for (int32_t i0 = 0; i0 < sys[s].natoms; i0 += NORMAL_BLOCK) {
+            int32_t n = sys[s].natoms - i0 < NORMAL_BLOCK ? sys[s].natoms - i0 : NORMAL_BLOCK;
+            double g[3][NORMAL_BLOCK];
+            langevin_normals(key, sys[s].step, (uint32_t)i0, n, g);
+            for (int32_t i = 0; i < n; i++) {
+                int32_t at = sys[s].atom_start + i0 + i;
+                /* Frozen atoms (held by the freeze hook) get no noise, so that they stay put. */
+                int frozen = (atoms[at].flags & MDF_ATOM_FROZEN) != 0;
+                double gi[3] = {frozen ? 0.0 : g[0][i], frozen ? 0.0 : g[1][i], frozen ? 0.0 : g[2][i]};
+                dk += mdf_baoab_pre_atom_g(x + 3 * at, v + 3 * at, f + 3 * at, atoms[at].mass, atoms[at].inv_mass, a,
+                                           gi);
+            }
         }
         res[s].extra_energy -= dk;
     }

@@ -85,12 +85,10 @@ MDF_HD void mdf_thermo_kick_drift(double *x, double *v, const double *f, double 
     }
 }
 
-/* BAOAB's first part for one atom: B(dt/2) A(dt/2) O(dt) A(dt/2). `index` is
- * the atom's index within its system. Frozen atoms (held by the freeze hook,
- * which zeroes their forces and velocities) get no noise, so that they stay
- * put. Returns the kinetic energy the O step added. */
-MDF_HD double mdf_baoab_pre_atom(double *x, double *v, const double *f, double mass, double inv_mass, int32_t flags,
-                                 const mdf_thermo_args *a, uint64_t key, int64_t step, uint32_t index)
+/* BAOAB's first part for one atom given its three normals g: B(dt/2)
+ * A(dt/2) O(dt) A(dt/2). Returns the kinetic energy the O step added. */
+MDF_HD double mdf_baoab_pre_atom_g(double *x, double *v, const double *f, double mass, double inv_mass,
+                                   const mdf_thermo_args *a, const double g[3])
 {
     double h = 0.5 * a->dt;
     for (int k = 0; k < 3; k++) {
@@ -98,14 +96,23 @@ MDF_HD double mdf_baoab_pre_atom(double *x, double *v, const double *f, double m
         x[k] += h * v[k];
     }
     double k0 = mdf_thermo_ke(v, mass);
-    double g[3] = {0.0, 0.0, 0.0};
-    if (!(flags & MDF_ATOM_FROZEN)) mdf_gauss3_step(key, step, index, MDF_RNG_LANGEVIN, g);
     double sd = sqrt((1.0 - a->c1 * a->c1) * a->kT * inv_mass);
     for (int k = 0; k < 3; k++) {
         v[k] = a->c1 * v[k] + sd * g[k];
         x[k] += h * v[k];
     }
     return mdf_thermo_ke(v, mass) - k0;
+}
+
+/* The same, drawing the normals: `index` is the atom's index within its
+ * system. Frozen atoms (held by the freeze hook, which zeroes their forces
+ * and velocities) get no noise, so that they stay put. */
+MDF_HD double mdf_baoab_pre_atom(double *x, double *v, const double *f, double mass, double inv_mass, int32_t flags,
+                                 const mdf_thermo_args *a, uint64_t key, int64_t step, uint32_t index)
+{
+    double g[3] = {0.0, 0.0, 0.0};
+    if (!(flags & MDF_ATOM_FROZEN)) mdf_gauss3_step(key, step, index, MDF_RNG_LANGEVIN, g);
+    return mdf_baoab_pre_atom_g(x, v, f, mass, inv_mass, a, g);
 }
 
 /* ---- Bussi stochastic velocity rescaling ------------------------------------ */

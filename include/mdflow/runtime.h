@@ -23,6 +23,13 @@ void mdf_runtime_config_init(mdf_runtime_config *cfg);
 mdf_status mdf_runtime_start(const mdf_runtime_config *cfg, mdf_error *err);
 void mdf_runtime_stop(void);
 
+/* Idle StarPU workers poll for tasks, which takes CPU time from host-only
+ * work (formatting output) on a machine with one worker per core. Pausing
+ * puts them to sleep until mdf_runtime_resume; only while no task is
+ * pending or about to be submitted. */
+void mdf_runtime_pause(void);
+void mdf_runtime_resume(void);
+
 /* Worker counts once started. */
 int mdf_runtime_cpu_workers(void);
 int mdf_runtime_cuda_workers(void);

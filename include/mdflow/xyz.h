@@ -18,8 +18,9 @@
  * the columns are species:S:1:pos:R:3. Symbols are capitalised as ASE does
  * ("si" reads as Si).
  *
- * Writing: the same layout as ASE, with numbers in the shortest form that
- * reads back to the identical double, so a write/read round trip is exact.
+ * Writing: the same layout as ASE, with numbers in 16 significant digits
+ * (trailing zeros dropped: 0.1 is "0.1"), or 17 where 16 would not read back
+ * to the identical double, so a write/read round trip is exact.
  *
  * Errors name the file and the 1-based line, say what is wrong and what to
  * change. */
