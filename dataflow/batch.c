@@ -547,6 +547,9 @@ mdf_status mdf_batch_get_system(const mdf_batch *b, size_t i, mdf_system_view *o
     int64_t slot = b->sys_slot[i];
     const mdf_sys_info *s = &b->sys[slot];
     const mdf_sys_result *r = &b->res[slot];
+    /* Padding too: checkpoints store views byte for byte, and a resumed
+     * run's file must equal the uninterrupted run's. */
+    memset(out, 0, sizeof *out);
     out->id = s->id;
     out->step = s->step;
     out->status = s->status;

@@ -32,6 +32,7 @@ struct mdf_compute {
     mdf_compute_config cfg;
     double r_list;
     int32_t slots;
+    int32_t group_atoms;    /* whole systems per chunk, in atoms (slices use cfg.chunk_atoms) */
     shard_ws *ws;
     int64_t evaluations;
 };
@@ -88,19 +89,19 @@ static int add_chunk(mdf_chunk *out, int n, int32_t a0, int32_t a1, int32_t s0, 
     return n + 1;
 }
 
-/* Groups whole systems into chunks of about `target` atoms (the last one up
- * to 1.5 target); a system larger than target is split into equal slices,
- * each a chunk of its own. Returns
- * the count, or more than MDF_REDUCE_MAX_CHUNKS when target is too small. */
-static int plan_chunks(const mdf_sys_info *sys, int32_t nsys, int32_t target, mdf_chunk *out)
+/* Groups whole systems into chunks of about `group` atoms (the last one up
+ * to 1.5 group); a system larger than `slice` atoms is split into equal
+ * slices, each a chunk of its own. Returns the count, or more than
+ * MDF_REDUCE_MAX_CHUNKS when slice or group is too small. */
+static int plan_chunks(const mdf_sys_info *sys, int32_t nsys, int32_t slice, int32_t group, mdf_chunk *out)
 {
     int n = 0;
     int32_t g0 = 0, gatoms = 0;
     for (int32_t s = 0; s < nsys; s++) {
         int32_t na = sys[s].natoms, a0 = sys[s].atom_start;
-        if (na > target) {
+        if (na > slice) {
             if (gatoms) n = add_chunk(out, n, sys[g0].atom_start, a0, g0, s, sys[g0].atom_start, a0);
-            int32_t pieces = (na + target - 1) / target;
+            int32_t pieces = (na + slice - 1) / slice;
             for (int32_t p = 0; p < pieces; p++)
                 n = add_chunk(out, n, a0 + (int32_t)((int64_t)na * p / pieces),
                               a0 + (int32_t)((int64_t)na * (p + 1) / pieces), s, s + 1, a0, a0 + na);
@@ -113,7 +114,7 @@ static int plan_chunks(const mdf_sys_info *sys, int32_t nsys, int32_t target, md
          * is less than half a target: a sliver of a chunk costs its tasks'
          * overhead and buys no parallelism. */
         int32_t rest = sys[nsys - 1].atom_start + sys[nsys - 1].natoms - (a0 + na);
-        if (gatoms >= target && (rest >= target / 2 || s == nsys - 1)) {
+        if (gatoms >= group && (rest >= group / 2 || s == nsys - 1)) {
             n = add_chunk(out, n, sys[g0].atom_start, a0 + na, g0, s + 1, sys[g0].atom_start, a0 + na);
             g0 = s + 1;
             gatoms = 0;
@@ -139,10 +140,11 @@ static void *aligned_zero(size_t bytes)
 static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws *w, mdf_error *err)
 {
     const mdf_sys_info *sys = c->b->sys + sh->sys_off;
-    int32_t target = c->cfg.chunk_atoms;
+    int32_t target = c->cfg.chunk_atoms, group = c->group_atoms;
     do {
-        w->nchunks = sh->nsys ? plan_chunks(sys, sh->nsys, target, w->chunks) : 0;
+        w->nchunks = sh->nsys ? plan_chunks(sys, sh->nsys, target, group, w->chunks) : 0;
         target *= 2;
+        group = group > INT32_MAX / 2 ? INT32_MAX : 2 * group;
     } while (w->nchunks > MDF_REDUCE_MAX_CHUNKS);
     size_t bytes = mdf_nl_bins_bytes(sh->atom_cap, sh->sys_cap);
     w->bins_mem = aligned_zero(bytes);
@@ -221,7 +223,13 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
     mdf_status st = MDF_OK;
     if (!(c->cfg.skin >= 0.0) || c->cfg.chunk_atoms < 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "skin must be >= 0 Å and chunk size >= 0 atoms (0: automatic)");
-    if (c->cfg.chunk_atoms == 0) c->cfg.chunk_atoms = auto_chunk_atoms(b);
+    /* With the automatic size and a shard per worker or more, the shards
+     * already keep every worker busy: whole systems then share one chunk
+     * per shard (fewer, larger tasks: StarPU's per-task cost is ~10 µs).
+     * Large systems are sliced the same either way. */
+    int automatic = c->cfg.chunk_atoms == 0;
+    if (automatic) c->cfg.chunk_atoms = auto_chunk_atoms(b);
+    c->group_atoms = automatic && b->nshards >= (int)starpu_worker_get_count() ? INT32_MAX : c->cfg.chunk_atoms;
     c->r_list = mdf_model_cutoff(m) + c->cfg.skin;
     c->slots = list_slots(m, c->r_list);
     for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) st = check_system(c, i, err);

@@ -630,6 +630,38 @@ static void test_round_trip(void **state)
     for (int i = 0; i < 3; i++) mdf_frame_free(&frames[i]);
 }
 
+/* A write large enough to be formatted by several threads, over several
+ * rounds (io/xyz.c: WRITE_PARALLEL_ATOMS, WRITE_ROUND_ATOMS): the same
+ * bytes as frames appended one call at a time (one frame: formatted on the
+ * caller's thread), and an exact round trip; /dev/full still fails cleanly. */
+static void test_write_parallel(void **state)
+{
+    (void)state;
+    enum { NF = 1400 };
+    mdf_frame *frames = calloc(NF, sizeof *frames);
+    for (int i = 0; i < NF; i++) build_frame(&frames[i], 60 + i % 80, i % 2, 100u + (unsigned)i);
+    mdf_error err;
+    mdf_error_clear(&err);
+    const char *p = path_of("parallel.xyz"), *q = path_of("serial.xyz");
+    assert_int_equal(mdf_xyz_write(p, frames, NF, 0, &err), MDF_OK);
+    remove(q);
+    for (int i = 0; i < NF; i++) assert_int_equal(mdf_xyz_write(q, &frames[i], 1, 1, &err), MDF_OK);
+    assert_true(same_bytes(p, q));
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    assert_int_equal(mdf_xyz_read(p, &l, &err), MDF_OK);
+    assert_int_equal(l.count, NF);
+    for (int i = 0; i < NF; i++) assert_frames_equal(&frames[i], &l.frames[i]);
+    mdf_frame_list_free(&l);
+    if (file_exists("/dev/full")) {
+        mdf_error_clear(&err);
+        assert_int_equal(mdf_xyz_write("/dev/full", frames, NF, 1, &err), MDF_ERR_IO);
+        assert_non_null(strstr(err.message, "/dev/full"));
+    }
+    for (int i = 0; i < NF; i++) mdf_frame_free(&frames[i]);
+    free(frames);
+}
+
 static void test_writer_layout(void **state)
 {
     (void)state;
@@ -894,6 +926,7 @@ int main(void)
         cmocka_unit_test(test_error_in_second_frame_keeps_first),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_write_parallel),
         cmocka_unit_test(test_writer_layout),
         cmocka_unit_test(test_append),
         cmocka_unit_test(test_write_missing_dir),

@@ -414,7 +414,11 @@ static mdf_status write_output(const char *path, mdf_batch *b, mdf_error *err)
     if (!frames) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to write %zu structures", n);
     mdf_status st = MDF_OK;
     for (size_t i = 0; st == MDF_OK && i < n; i++) st = mdf_batch_get_frame(b, i, &frames[i], err);
-    if (st == MDF_OK) st = mdf_xyz_write(path, frames, n, 0, err);
+    if (st == MDF_OK) {
+        mdf_runtime_pause(); /* host work only: the idle workers sleep meanwhile */
+        st = mdf_xyz_write(path, frames, n, 0, err);
+        mdf_runtime_resume();
+    }
     for (size_t i = 0; i < n; i++) mdf_frame_free(&frames[i]);
     free(frames);
     return st;
