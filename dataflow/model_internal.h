@@ -32,6 +32,10 @@ struct mdf_model {
     double cutoff;                /* largest cutoff, Å */
     double density_hint;          /* highest number density expected, 1/Å³:
                                    * sizes the neighbour-list slots */
+    int32_t all_pairs_atoms;      /* > 0: the CPU model evaluates every pair of
+                                   * an open system of at most this many atoms
+                                   * whose bins the neighbour lists flag
+                                   * (mdf_nl_grid.all_pairs): no list needed */
     int known_z[128];             /* 1 where the model has the element */
 };
 

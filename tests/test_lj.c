@@ -200,6 +200,89 @@ static void test_virial(void **state)
     mdf_frame_free(&f);
 }
 
+/* Forces by the pair formula over every pair (open system, no images). */
+static void brute_forces(const mdf_frame *f, double eps, double sig, double rc, double *out)
+{
+    memset(out, 0, sizeof(double) * 3 * (size_t)f->natoms);
+    for (int64_t i = 0; i < f->natoms; i++)
+        for (int64_t j = 0; j < f->natoms; j++) {
+            if (i == j) continue;
+            double d[3], r2 = 0.0;
+            for (int q = 0; q < 3; q++) {
+                d[q] = f->positions[3 * i + q] - f->positions[3 * j + q];
+                r2 += d[q] * d[q];
+            }
+            if (r2 >= rc * rc) continue;
+            double sr6 = pow(sig * sig / r2, 3);
+            for (int q = 0; q < 3; q++) out[3 * i + q] += 24 * eps * (2 * sr6 * sr6 - sr6) / r2 * d[q];
+        }
+}
+
+/* An open system leaves the all-pairs path when it spreads out (its box
+ * grows past 12 list spheres; codelets/nlist/nlist_cpu.c): two argon
+ * clusters side by side along x, flying apart along (1,1,1). Before, no
+ * list is built; after, lists are, and the forces are the pair formula's
+ * both times. */
+static void test_all_pairs_switch(void **state)
+{
+    (void)state;
+    const double eps = 0.0104, sig = 3.4, rc = 7.0;
+    mdf_lj_config lj = tu_argon(rc, 0);
+    mdf_frame a = tu_fcc_cluster(5.26, 1.3, 0.05, 41), b = tu_fcc_cluster(5.26, 1.3, 0.05, 42);
+    mdf_frame f;
+    TU_CALL(mdf_frame_alloc, &f, a.natoms + b.natoms, 1, 0, 0);
+    f.has_cell = 0;
+    for (int64_t i = 0; i < f.natoms; i++) {
+        const mdf_frame *src = i < a.natoms ? &a : &b;
+        int64_t k = i < a.natoms ? i : i - a.natoms;
+        double side = i < a.natoms ? -1.0 : 1.0;
+        f.numbers[i] = 18;
+        for (int q = 0; q < 3; q++) {
+            f.positions[3 * i + q] = src->positions[3 * k + q] + (q == 0 ? side * 8.3 : 0.0);
+            f.velocities[3 * i + q] = side * 0.3 / mdf_fs_to_internal(1.0); /* 0.3 Å/fs, in Å per internal unit */
+        }
+    }
+    assert_true(f.natoms > 64);
+    double *want = malloc(sizeof(double) * 3 * (size_t)f.natoms);
+    for (int steps = 0; steps <= 60; steps += 60) {
+        mdf_model *m = NULL;
+        TU_CALL(mdf_model_create_lj, &lj, &m);
+        mdf_batch *bt = NULL;
+        TU_CALL(mdf_batch_create, &f, 1, NULL, &bt);
+        mdf_md_config md;
+        mdf_md_config_init(&md);
+        md.steps = steps;
+        md.dt_fs = 1.0;
+        md.skin = 1.0;
+        mdf_md_report rep;
+        TU_CALL(mdf_md_run, bt, m, &md, &rep);
+        mdf_frame out;
+        TU_CALL(mdf_batch_get_frame, bt, 0, &out);
+        brute_forces(&out, eps, sig, rc, want);
+        double big = 0.0, worst = 0.0, spread = 0.0;
+        for (int64_t k = 0; k < 3 * out.natoms; k++) {
+            big = fmax(big, fabs(want[k]));
+            worst = fmax(worst, fabs(out.forces[k] - want[k]));
+        }
+        for (int q = 1; q < 3; q++)
+            spread = fmax(spread, out.positions[3 * (out.natoms - 1) + q] - out.positions[q]);
+        printf("  after %d steps: %.1f Å apart, list builds %lld, max |F| %.4g, max deviation %.2e\n", steps, spread,
+               (long long)rep.list_rebuilds, big, worst);
+        assert_true(worst <= 1e-10 * big);
+        /* Box (30 x 14 x 14 Å) within 12 spheres of 8 Å at first; then far
+         * beyond. With CUDA workers every system keeps lists (their model uses them). */
+        if (steps) assert_true(spread > 30.0 && rep.list_rebuilds > 0);
+        else if (mdf_runtime_cuda_workers() == 0) assert_true(rep.list_rebuilds == 0);
+        mdf_frame_free(&out);
+        mdf_batch_destroy(bt);
+        mdf_model_destroy(m);
+    }
+    free(want);
+    mdf_frame_free(&f);
+    mdf_frame_free(&a);
+    mdf_frame_free(&b);
+}
+
 /* A system split over several model tasks (chunks, then a sum) gives the
  * single-task numbers up to summation order. */
 static void test_chunked_equals_single(void **state)
@@ -253,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_forces_finite_difference),
         cmocka_unit_test(test_virial),
         cmocka_unit_test(test_chunked_equals_single),
+        cmocka_unit_test(test_all_pairs_switch),
         cmocka_unit_test(test_unknown_species),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,16 +81,19 @@ static int64_t lj_list_pairs(const mdf_chunk *c, const mdf_sys_info *s, const md
     return n;
 }
 
-static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, const double *w, double *f,
+static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *w, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
                       const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, double *scratch,
                       mdf_sys_result *r)
 {
-    if (scratch && mdf_lj_dense_suits(s, c, lj_list_pairs(c, s, l))) {
+    /* Flagged by the neighbour lists (then it has none), or cheaper so. */
+    if (scratch && (v->grid[sidx].all_pairs || mdf_lj_dense_suits(s, c, lj_list_pairs(c, s, l)))) {
         /* Open boundaries: raw positions are the right ones (no images). */
         mdf_lj_dense_system(x, f, atoms, s, p, virial, scratch, &r->energy, r->virial);
         return;
     }
+    /* Wrapped positions x + o of the system, which its lists index. */
+    for (int32_t k = 3 * s->atom_start; k < 3 * (s->atom_start + s->natoms); k++) w[k] = x[k] + v->offset[k];
     double shift[27][3];
     for (uint32_t code = 0; code < 27; code++) mdf_nl_image_shift(code, s->cell, shift[code]);
     int32_t i0 = s->atom_start > c->atom_begin ? s->atom_start : c->atom_begin;
@@ -133,8 +136,8 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[6]);
     const mdf_lj_params *p = (const mdf_lj_params *)STARPU_VECTOR_GET_PTR(buffers[7]);
     const mdf_chunk *c = &args->chunk;
-    /* Wrapped positions x + o of every atom the chunk reads, once; indexed
-     * like x (entries before touch_begin are unused). */
+    /* Wrapped positions x + o, filled by each system that takes the list
+     * path; indexed like x (entries before touch_begin are unused). */
     double *w = malloc(sizeof(double) * 3 * (size_t)(c->touch_end > 0 ? c->touch_end : 1));
     /* Room for the largest system that may take the all-pairs path. */
     int32_t dense_atoms = 0;
@@ -147,7 +150,6 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         mdf_lj_cpu_flag_failure(res, c);
         return;
     }
-    for (int32_t k = 3 * c->touch_begin; k < 3 * c->touch_end; k++) w[k] = x[k] + v.offset[k];
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         if (!mdf_status_in(sys[s].status, args->status_lo, args->status_hi)) continue;
         /* The part of the touch range that is this system's. */

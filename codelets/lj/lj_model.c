@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lj_codelet.h"
+#include "lj_dense.h"
 #include "../../dataflow/model_internal.h"
 
 void mdf_lj_config_init(mdf_lj_config *cfg) { memset(cfg, 0, sizeof *cfg); }
@@ -115,6 +116,7 @@ mdf_status mdf_model_create_lj(const mdf_lj_config *cfg, mdf_model **out, mdf_er
     /* Denser than close packing (√2/σ³) only under strong compression. */
     m->density_hint = 1.5 / (smin * smin * smin);
     m->ops = &lj_ops;
+    m->all_pairs_atoms = MDF_LJ_DENSE_MAX_ATOMS;
     m->impl = p;
     starpu_vector_data_register(&m->params, STARPU_MAIN_RAM, (uintptr_t)p, 1, sizeof *p);
     starpu_data_set_name(m->params, "lj_params");

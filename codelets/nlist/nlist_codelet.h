@@ -16,6 +16,10 @@ typedef struct mdf_nl_bin_args {
     double half_skin2;     /* (skin/2)^2 */
     int32_t nsys;
     int32_t status_lo, status_hi; /* only systems with a status in [lo, hi] */
+    int32_t all_pairs_atoms;   /* > 0: open systems of at most this many atoms
+                                * (and of compact extent) are left to the
+                                * model's all-pairs path; 0: never */
+    double all_pairs_volume;   /* largest bounding box, Å³, for that path */
 } mdf_nl_bin_args;
 
 typedef struct mdf_nl_build_args {

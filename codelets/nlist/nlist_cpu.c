@@ -63,6 +63,26 @@ void mdf_nl_bin_system(const double *pos, const mdf_sys_info *s, int32_t sidx, m
     g->nbuilds++;
 }
 
+/* Whether open system s is left to the model's all-pairs path this step:
+ * few atoms, or a bounding box (each side at least r_list) within
+ * all_pairs_volume, so that most pairs lie within the list radius anyway.
+ * A pure function of the positions: deterministic. */
+static int all_pairs_now(const double *pos, const mdf_sys_info *s, const mdf_nl_bin_args *a)
+{
+    if (a->all_pairs_atoms <= 0 || s->natoms > a->all_pairs_atoms) return 0;
+    if (s->pbc[0] || s->pbc[1] || s->pbc[2]) return 0;
+    if (s->natoms <= 64) return 1;
+    double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
+    for (int32_t at = s->atom_start; at < s->atom_start + s->natoms; at++)
+        for (int k = 0; k < 3; k++) {
+            lo[k] = pos[3 * at + k] < lo[k] ? pos[3 * at + k] : lo[k];
+            hi[k] = pos[3 * at + k] > hi[k] ? pos[3 * at + k] : hi[k];
+        }
+    double volume = 1.0;
+    for (int k = 0; k < 3; k++) volume *= hi[k] - lo[k] > a->r_list ? hi[k] - lo[k] : a->r_list;
+    return volume <= a->all_pairs_volume;
+}
+
 /* buffers: pos R, sys R, bins RW */
 void mdf_nl_bin_cpu(void *buffers[], void *cl_arg)
 {
@@ -77,9 +97,16 @@ void mdf_nl_bin_cpu(void *buffers[], void *cl_arg)
             g->rebuilt = 0; /* not evaluated this time: its lists wait */
             continue;
         }
-        int need = !g->valid || v.head->force_rebuild || mdf_nl_cell_changed(g, si) ||
+        if (all_pairs_now(pos, si, args)) { /* no bins, no list: the model takes every pair */
+            g->all_pairs = 1;
+            g->rebuilt = 0;
+            continue;
+        }
+        /* Back from the all-pairs path, the bins and list are stale: rebuild. */
+        int need = !g->valid || g->all_pairs || v.head->force_rebuild || mdf_nl_cell_changed(g, si) ||
                    mdf_nl_moved_too_far(pos, v.ref_pos, si->atom_start, si->atom_start + si->natoms,
                                         args->half_skin2);
+        g->all_pairs = 0;
         g->rebuilt = need;
         if (need) mdf_nl_bin_system(pos, si, s, &v, args->r_list);
     }

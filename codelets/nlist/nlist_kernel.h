@@ -40,6 +40,9 @@ typedef struct mdf_nl_grid {
     int32_t rebuilt;       /* 1 when this step rebuilt the system's lists */
     int32_t periodic[3];
     int32_t valid;         /* 0 until the first build */
+    int32_t all_pairs;     /* 1: left to an all-pairs model this step (CPU
+                            * only): no bins, no list (mdf_nl_all_pairs) */
+    int32_t pad_;
     int64_t nbuilds;       /* rebuilds so far (statistics, tests) */
     double lo[3], span[3]; /* fractional range covered along each direction */
     double basis[9];       /* rows; the cell, or the identity */
