@@ -426,6 +426,22 @@ static void test_triclinic(void **state)
     run_case(&c);
 }
 
+/* Ar + Kr: the Ar–Kr pair given explicitly with values away from
+ * Lorentz–Berthelot (ε 0.0120, σ 3.525), each pair with its own cutoff;
+ * shift on. */
+static void arkr_case(lj_case *c, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    c->nspecies = 2;
+    c->z[0] = 18;
+    c->z[1] = 36;
+    add_pair(c, 18, 18, 0.0104, 3.40, 7.0);
+    add_pair(c, 36, 36, 0.0140, 3.65, 8.0);
+    add_pair(c, 18, 36, 0.0131, 3.47, 7.6);
+    c->shift = 1;
+}
+
 /* (c) Ar + Kr random liquids; the Ar–Kr pair is given explicitly with
  * values away from Lorentz–Berthelot (ε 0.0120, σ 3.525), each pair with its
  * own cutoff; shift on. Orthorhombic and triclinic cells. */
@@ -433,15 +449,7 @@ static void test_two_species(void **state)
 {
     (void)state;
     lj_case c;
-    memset(&c, 0, sizeof c);
-    c.name = "ArKr";
-    c.nspecies = 2;
-    c.z[0] = 18;
-    c.z[1] = 36;
-    add_pair(&c, 18, 18, 0.0104, 3.40, 7.0);
-    add_pair(&c, 36, 36, 0.0140, 3.65, 8.0);
-    add_pair(&c, 18, 36, 0.0131, 3.47, 7.6);
-    c.shift = 1;
+    arkr_case(&c, "ArKr");
     const int zs2[2] = {18, 36}, zs3[3] = {18, 36, 18};
     const int pbc[3] = {1, 1, 1};
     const double cube[9] = {17.0, 0, 0, 0, 17.0, 0, 0, 0, 17.0};
@@ -482,15 +490,7 @@ static void test_open_mixed(void **state)
 {
     (void)state;
     lj_case c;
-    memset(&c, 0, sizeof c);
-    c.name = "open ArKr";
-    c.nspecies = 2;
-    c.z[0] = 18;
-    c.z[1] = 36;
-    add_pair(&c, 18, 18, 0.0104, 3.40, 7.0);
-    add_pair(&c, 36, 36, 0.0140, 3.65, 8.0);
-    add_pair(&c, 18, 36, 0.0131, 3.47, 7.6);
-    c.shift = 1;
+    arkr_case(&c, "open ArKr");
     const int zs2[2] = {18, 36}, zs3[3] = {36, 18, 18};
     const int open[3] = {0, 0, 0};
     const double small[9] = {11.0, 0, 0, 0, 11.5, 0, 0, 0, 12.0};
