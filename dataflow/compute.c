@@ -34,6 +34,7 @@ struct mdf_compute {
     int32_t slots;
     int32_t group_atoms;    /* whole systems per chunk, in atoms (slices use cfg.chunk_atoms) */
     int32_t all_pairs_atoms;/* see mdf_nl_bin_args; 0 with CUDA workers (their model uses lists) */
+    int32_t all_pairs_small;
     double all_pairs_volume;
     shard_ws *ws;
     int64_t evaluations;
@@ -234,11 +235,12 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
     c->group_atoms = automatic && b->nshards >= (int)starpu_worker_get_count() ? INT32_MAX : c->cfg.chunk_atoms;
     c->r_list = mdf_model_cutoff(m) + c->cfg.skin;
     /* Small open systems skip the lists when only CPUs evaluate the model:
-     * a box of at most 12 list spheres (all pairs then number at most ~12
-     * times the listed ones; codelets/lj/lj_dense.h), whole in a chunk. */
+     * whole in a chunk, and a box of at most all_pairs_ratio list spheres
+     * (all pairs then number at most about that many times the listed ones). */
     if (starpu_cuda_worker_get_count() == 0 && m->all_pairs_atoms > 0) {
         c->all_pairs_atoms = m->all_pairs_atoms < c->cfg.chunk_atoms ? m->all_pairs_atoms : c->cfg.chunk_atoms;
-        c->all_pairs_volume = 12.0 * 4.0 / 3.0 * M_PI * c->r_list * c->r_list * c->r_list;
+        c->all_pairs_small = m->all_pairs_small;
+        c->all_pairs_volume = m->all_pairs_ratio * 4.0 / 3.0 * M_PI * c->r_list * c->r_list * c->r_list;
     }
     c->slots = list_slots(m, c->r_list);
     for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) st = check_system(c, i, err);
@@ -282,7 +284,8 @@ mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
     mdf_nl_bin_args bin = {.work = sh->natoms, .r_list = c->r_list,
                            .half_skin2 = 0.25 * c->cfg.skin * c->cfg.skin, .nsys = sh->nsys,
                            .status_lo = c->cfg.status_lo, .status_hi = c->cfg.status_hi,
-                           .all_pairs_atoms = c->all_pairs_atoms, .all_pairs_volume = c->all_pairs_volume};
+                           .all_pairs_atoms = c->all_pairs_atoms, .all_pairs_small = c->all_pairs_small,
+                           .all_pairs_volume = c->all_pairs_volume};
     mdf_status st = MDF_OK;
     if (w->nchunks == 1) { /* binning and the only list in one task */
         mdf_nl_update_args u = {.work = (int64_t)sh->natoms * c->slots, .bin = bin,

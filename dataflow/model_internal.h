@@ -36,6 +36,9 @@ struct mdf_model {
                                    * an open system of at most this many atoms
                                    * whose bins the neighbour lists flag
                                    * (mdf_nl_grid.all_pairs): no list needed */
+    int32_t all_pairs_small;      /* ...always at most this many atoms... */
+    double all_pairs_ratio;       /* ...else when all pairs are at most this
+                                   * many times the pairs within the list radius */
     int known_z[128];             /* 1 where the model has the element */
 };
 

@@ -16,6 +16,16 @@
 #define MDF_HD static inline
 #endif
 
+/* CPU kernels with vectorised loops: AVX-512 and AVX2 copies besides the
+ * baseline, the loader picks one per machine (GCC on x86-64 Linux; not
+ * under AddressSanitizer, whose build has no ifuncs). */
+#if !defined(__CUDACC__) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__linux__) && !defined(__SANITIZE_ADDRESS__)
+#define MDF_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define MDF_CPU_CLONES
+#endif
+
 /* Per-atom flags (mdf_atom_info.flags). */
 #define MDF_ATOM_FROZEN 1  /* held in place: forces and velocities zeroed by the freeze hook */
 

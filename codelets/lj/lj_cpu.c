@@ -70,12 +70,18 @@ static inline void lj_atom_list(int32_t i, int single, int virial, const double 
     for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
 }
 
+/* The atoms [*i0, *i1) of system s whose rows chunk c computes. */
+static void lj_chunk_rows(const mdf_chunk *c, const mdf_sys_info *s, int32_t *i0, int32_t *i1)
+{
+    *i0 = s->atom_start > c->atom_begin ? s->atom_start : c->atom_begin;
+    *i1 = s->atom_start + s->natoms < c->atom_end ? s->atom_start + s->natoms : c->atom_end;
+}
+
 /* Pairs in system s's half lists (the atoms of chunk c). */
 static int64_t lj_list_pairs(const mdf_chunk *c, const mdf_sys_info *s, const mdf_nl_list_view *l)
 {
-    int32_t i0 = s->atom_start > c->atom_begin ? s->atom_start : c->atom_begin;
-    int32_t i1 = s->atom_start + s->natoms;
-    if (i1 > c->atom_end) i1 = c->atom_end;
+    int32_t i0, i1;
+    lj_chunk_rows(c, s, &i0, &i1);
     int64_t n = 0;
     for (int32_t i = i0; i < i1; i++) n += l->n_up[i - c->atom_begin];
     return n;
@@ -96,9 +102,8 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
     for (int32_t k = 3 * s->atom_start; k < 3 * (s->atom_start + s->natoms); k++) w[k] = x[k] + v->offset[k];
     double shift[27][3];
     for (uint32_t code = 0; code < 27; code++) mdf_nl_image_shift(code, s->cell, shift[code]);
-    int32_t i0 = s->atom_start > c->atom_begin ? s->atom_start : c->atom_begin;
-    int32_t i1 = s->atom_start + s->natoms;
-    if (i1 > c->atom_end) i1 = c->atom_end;
+    int32_t i0, i1;
+    lj_chunk_rows(c, s, &i0, &i1);
     int32_t M = l->head->slots;
     int single = p->ntypes == 1;
     lj_acc acc;

@@ -11,13 +11,6 @@
 #include <string.h>
 #include "lj_dense.h"
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define MDF_DENSE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define MDF_DENSE_CLONES
-#endif
-
 /* One system in structure-of-arrays form; forces accumulate here. */
 typedef struct dense_soa {
     double *x, *y, *z, *fx, *fy, *fz;
@@ -79,22 +72,22 @@ static inline __attribute__((always_inline)) void dense_pairs(int32_t n, dense_s
     *out = (dense_sums){.e = e, .w = {wxx, wyy, wzz, wxy, wxz, wyz}};
 }
 
-MDF_DENSE_CLONES static void dense_single(int32_t n, dense_soa a, const mdf_lj_params *p, dense_sums *out)
+MDF_CPU_CLONES static void dense_single(int32_t n, dense_soa a, const mdf_lj_params *p, dense_sums *out)
 {
     dense_pairs(n, a, p, 1, 0, out);
 }
 
-MDF_DENSE_CLONES static void dense_single_virial(int32_t n, dense_soa a, const mdf_lj_params *p, dense_sums *out)
+MDF_CPU_CLONES static void dense_single_virial(int32_t n, dense_soa a, const mdf_lj_params *p, dense_sums *out)
 {
     dense_pairs(n, a, p, 1, 1, out);
 }
 
-MDF_DENSE_CLONES static void dense_mixed(int32_t n, dense_soa a, const mdf_lj_params *p, dense_sums *out)
+MDF_CPU_CLONES static void dense_mixed(int32_t n, dense_soa a, const mdf_lj_params *p, dense_sums *out)
 {
     dense_pairs(n, a, p, 0, 0, out);
 }
 
-MDF_DENSE_CLONES static void dense_mixed_virial(int32_t n, dense_soa a, const mdf_lj_params *p, dense_sums *out)
+MDF_CPU_CLONES static void dense_mixed_virial(int32_t n, dense_soa a, const mdf_lj_params *p, dense_sums *out)
 {
     dense_pairs(n, a, p, 0, 1, out);
 }

@@ -117,6 +117,8 @@ mdf_status mdf_model_create_lj(const mdf_lj_config *cfg, mdf_model **out, mdf_er
     m->density_hint = 1.5 / (smin * smin * smin);
     m->ops = &lj_ops;
     m->all_pairs_atoms = MDF_LJ_DENSE_MAX_ATOMS;
+    m->all_pairs_small = MDF_LJ_DENSE_ALWAYS_ATOMS;
+    m->all_pairs_ratio = MDF_LJ_DENSE_PAIR_RATIO;
     m->impl = p;
     starpu_vector_data_register(&m->params, STARPU_MAIN_RAM, (uintptr_t)p, 1, sizeof *p);
     starpu_data_set_name(m->params, "lj_params");

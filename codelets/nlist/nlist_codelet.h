@@ -19,6 +19,7 @@ typedef struct mdf_nl_bin_args {
     int32_t all_pairs_atoms;   /* > 0: open systems of at most this many atoms
                                 * (and of compact extent) are left to the
                                 * model's all-pairs path; 0: never */
+    int32_t all_pairs_small;   /* at most this many atoms: whatever the extent */
     double all_pairs_volume;   /* largest bounding box, Å³, for that path */
 } mdf_nl_bin_args;
 

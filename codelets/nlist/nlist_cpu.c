@@ -71,7 +71,7 @@ static int all_pairs_now(const double *pos, const mdf_sys_info *s, const mdf_nl_
 {
     if (a->all_pairs_atoms <= 0 || s->natoms > a->all_pairs_atoms) return 0;
     if (s->pbc[0] || s->pbc[1] || s->pbc[2]) return 0;
-    if (s->natoms <= 64) return 1;
+    if (s->natoms <= a->all_pairs_small) return 1;
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     for (int32_t at = s->atom_start; at < s->atom_start + s->natoms; at++)
         for (int k = 0; k < 3; k++) {

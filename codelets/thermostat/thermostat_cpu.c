@@ -21,19 +21,12 @@ static void scale_velocities(const mdf_sys_info *s, double *v, double alpha)
     for (int32_t k = 3 * s->atom_start; k < 3 * a1; k++) v[k] *= alpha;
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define MDF_NORMAL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define MDF_NORMAL_CLONES
-#endif
-
 #define NORMAL_BLOCK 64
 
 /* The Langevin normals of atoms first .. first + n - 1 of a system (the
  * numbers mdf_gauss3_step draws, to round-off), a block at a time: the
  * Philox rounds and Box–Muller vectorise over atoms. */
-MDF_NORMAL_CLONES static void langevin_normals(uint64_t key, int64_t step, uint32_t first, int32_t n,
+MDF_CPU_CLONES static void langevin_normals(uint64_t key, int64_t step, uint32_t first, int32_t n,
                                                double g[3][NORMAL_BLOCK])
 {
 #pragma omp simd
@@ -45,36 +38,22 @@ MDF_NORMAL_CLONES static void langevin_normals(uint64_t key, int64_t step, uint3
     }
 }
 
-/* BAOAB's first part (mdf_baoab_pre_atom_g's arithmetic) for atoms
- * first .. first + n - 1 of the shard, given their normals: one loop the
- * compiler vectorises. Returns the kinetic energy the O steps added. */
-MDF_NORMAL_CLONES static double baoab_block(double *x, double *v, const double *f, const mdf_atom_info *atoms,
+/* BAOAB's first part for atoms first .. first + n - 1 of the shard, given
+ * their normals: one loop the compiler vectorises. Returns the kinetic
+ * energy the O steps added. */
+MDF_CPU_CLONES static double baoab_block(double *x, double *v, const double *f, const mdf_atom_info *atoms,
                                             int32_t first, int32_t n, const mdf_thermo_args *a,
                                             double g[3][NORMAL_BLOCK])
 {
-    const double h = 0.5 * a->dt, c1 = a->c1, noise = (1.0 - a->c1 * a->c1) * a->kT;
     double dk = 0.0;
 #pragma omp simd reduction(+ : dk)
     for (int32_t i = 0; i < n; i++) {
         int32_t at = first + i;
-        double *xa = x + 3 * at, *va = v + 3 * at;
-        const double *fa = f + 3 * at;
-        double mass = atoms[at].mass, inv_mass = atoms[at].inv_mass;
-        /* Frozen atoms (held by the freeze hook) get no noise, so that they stay put. */
-        double sd = sqrt(noise * inv_mass) * (double)((atoms[at].flags & MDF_ATOM_FROZEN) == 0);
-        double v0 = va[0] + h * inv_mass * fa[0], v1 = va[1] + h * inv_mass * fa[1], v2 = va[2] + h * inv_mass * fa[2];
-        double x0 = xa[0] + h * v0, x1 = xa[1] + h * v1, x2 = xa[2] + h * v2;
-        double k0 = 0.5 * mass * (v0 * v0 + v1 * v1 + v2 * v2);
-        v0 = c1 * v0 + sd * g[0][i];
-        v1 = c1 * v1 + sd * g[1][i];
-        v2 = c1 * v2 + sd * g[2][i];
-        xa[0] = x0 + h * v0;
-        xa[1] = x1 + h * v1;
-        xa[2] = x2 + h * v2;
-        va[0] = v0;
-        va[1] = v1;
-        va[2] = v2;
-        dk += 0.5 * mass * (v0 * v0 + v1 * v1 + v2 * v2) - k0;
+        /* Frozen atoms (held by the freeze hook) get no noise, so that they
+         * stay put: by arithmetic, not a branch, which would stop the vectoriser. */
+        double live = (double)((atoms[at].flags & MDF_ATOM_FROZEN) == 0);
+        mdf_normal3 gi = {{g[0][i] * live, g[1][i] * live, g[2][i] * live}};
+        dk += mdf_baoab_pre_atom_g(x + 3 * at, v + 3 * at, f + 3 * at, atoms[at].mass, atoms[at].inv_mass, a, gi);
     }
     return dk;
 }

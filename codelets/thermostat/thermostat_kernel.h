@@ -88,7 +88,7 @@ MDF_HD void mdf_thermo_kick_drift(double *x, double *v, const double *f, double 
 /* BAOAB's first part for one atom given its three normals g: B(dt/2)
  * A(dt/2) O(dt) A(dt/2). Returns the kinetic energy the O step added. */
 MDF_HD double mdf_baoab_pre_atom_g(double *x, double *v, const double *f, double mass, double inv_mass,
-                                   const mdf_thermo_args *a, const double g[3])
+                                   const mdf_thermo_args *a, mdf_normal3 g)
 {
     double h = 0.5 * a->dt;
     for (int k = 0; k < 3; k++) {
@@ -98,7 +98,7 @@ MDF_HD double mdf_baoab_pre_atom_g(double *x, double *v, const double *f, double
     double k0 = mdf_thermo_ke(v, mass);
     double sd = sqrt((1.0 - a->c1 * a->c1) * a->kT * inv_mass);
     for (int k = 0; k < 3; k++) {
-        v[k] = a->c1 * v[k] + sd * g[k];
+        v[k] = a->c1 * v[k] + sd * g.g[k];
         x[k] += h * v[k];
     }
     return mdf_thermo_ke(v, mass) - k0;
@@ -110,8 +110,8 @@ MDF_HD double mdf_baoab_pre_atom_g(double *x, double *v, const double *f, double
 MDF_HD double mdf_baoab_pre_atom(double *x, double *v, const double *f, double mass, double inv_mass, int32_t flags,
                                  const mdf_thermo_args *a, uint64_t key, int64_t step, uint32_t index)
 {
-    double g[3] = {0.0, 0.0, 0.0};
-    if (!(flags & MDF_ATOM_FROZEN)) mdf_gauss3_step(key, step, index, MDF_RNG_LANGEVIN, g);
+    mdf_normal3 g = {{0.0, 0.0, 0.0}};
+    if (!(flags & MDF_ATOM_FROZEN)) g = mdf_normal3_step(key, step, index, MDF_RNG_LANGEVIN);
     return mdf_baoab_pre_atom_g(x, v, f, mass, inv_mass, a, g);
 }
 
