@@ -6,6 +6,7 @@
 #include <hdf5.h>
 #include <stdint.h>
 #include "mdflow/error.h"
+#include "mdflow/sink.h"
 
 /* Records code and the message, followed by what HDF5's error stack says
  * went wrong at the lowest level (e.g. "errno = 28, No space left on
@@ -56,6 +57,14 @@ int mdf_h5_write_rows(hid_t dset, hid_t mtype, int64_t row0, int64_t nrows, cons
 int mdf_h5_read_rows(hid_t dset, hid_t mtype, int64_t row0, int64_t nrows, void *buf);
 /* Sets the first dimension to n0 rows. */
 int mdf_h5_set_rows(hid_t dset, int64_t n0);
+
+/* The checks both writers' appends start with (count > 0): systems
+ * [first, first + count) are in snap, which has its CSR arrays, and the
+ * `held` entries of the file plus count stay within max (0: no limit).
+ * `kind` names the file ("HDF5", "H5MD"), `unit` what it counts
+ * ("systems", "frames"). */
+mdf_status mdf_h5_check_append(const char *kind, const char *path, const char *unit, const mdf_snapshot *snap,
+                               int64_t first, int64_t count, int64_t held, int64_t max, mdf_error *err);
 
 /* Makes sure the file at `path` (open as `file`) has `bytes` of disk space
  * allocated beyond what HDF5 uses, so that the writes and the flush that

@@ -427,16 +427,9 @@ mdf_status mdf_h5s_append(mdf_h5s_writer *w, const mdf_snapshot *snap, int64_t f
     if (!w->writable || w->file < 0)
         return mdf_error_set(err, MDF_ERR_INVALID, "HDF5 file '%s' is not open for writing", w->path);
     if (count <= 0) return MDF_OK;
-    if (first < 0 || first + count > snap->nsys || !snap->atom_ptr || !snap->positions || !snap->numbers)
-        return mdf_error_set(err, MDF_ERR_INVALID,
-                             "HDF5 file '%s': systems [%lld, %lld) are not in the snapshot of %lld systems "
-                             "(or it has no atom_ptr, positions or numbers)",
-                             w->path, (long long)first, (long long)(first + count), (long long)snap->nsys);
-    if (w->opt.max_systems > 0 && w->nsys + count > w->opt.max_systems)
-        return mdf_error_set(err, MDF_ERR_IO,
-                             "HDF5 file '%s' is full: it holds %lld of at most %lld systems, %lld more do not fit",
-                             w->path, (long long)w->nsys, (long long)w->opt.max_systems,
-                             (long long)(w->nsys + count - w->opt.max_systems));
+    mdf_status chk =
+        mdf_h5_check_append("HDF5", w->path, "systems", snap, first, count, w->nsys, w->opt.max_systems, err);
+    if (chk != MDF_OK) return chk;
     int64_t a0 = snap->atom_ptr[first], na = snap->atom_ptr[first + count] - a0;
     mdf_status st = MDF_OK;
     mdf_h5_lock();

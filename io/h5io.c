@@ -426,3 +426,18 @@ int mdf_h5_read_rows(hid_t dset, hid_t mtype, int64_t row0, int64_t nrows, void 
     if (fs >= 0) H5Sclose(fs);
     return r;
 }
+
+mdf_status mdf_h5_check_append(const char *kind, const char *path, const char *unit, const mdf_snapshot *snap,
+                               int64_t first, int64_t count, int64_t held, int64_t max, mdf_error *err)
+{
+    if (first < 0 || first + count > snap->nsys || !snap->atom_ptr || !snap->positions || !snap->numbers)
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "%s file '%s': systems [%lld, %lld) are not in the snapshot of %lld systems "
+                             "(or it has no atom_ptr, positions or numbers)",
+                             kind, path, (long long)first, (long long)(first + count), (long long)snap->nsys);
+    if (max > 0 && held + count > max)
+        return mdf_error_set(err, MDF_ERR_IO,
+                             "%s file '%s' is full: it holds %lld of at most %lld %s, %lld more do not fit", kind,
+                             path, (long long)held, (long long)max, unit, (long long)(held + count - max));
+    return MDF_OK;
+}

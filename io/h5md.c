@@ -844,16 +844,9 @@ mdf_status mdf_h5md_append(mdf_h5md_writer *w, const mdf_snapshot *snap, int64_t
 {
     if (!w || !snap) return mdf_error_set(err, MDF_ERR_INVALID, "mdf_h5md_append: writer and snapshot are required");
     if (count <= 0) return MDF_OK;
-    if (first < 0 || first + count > snap->nsys || !snap->atom_ptr || !snap->positions || !snap->numbers)
-        return mdf_error_set(err, MDF_ERR_INVALID,
-                             "H5MD file '%s': systems [%lld, %lld) are not in the snapshot of %lld systems (or it "
-                             "has no atom_ptr, positions or numbers)",
-                             w->path, (long long)first, (long long)(first + count), (long long)snap->nsys);
-    if (w->opt.max_systems > 0 && w->norder + count > w->opt.max_systems)
-        return mdf_error_set(err, MDF_ERR_IO,
-                             "H5MD file '%s' is full: it holds %lld of at most %lld frames, %lld more do not fit",
-                             w->path, (long long)w->norder, (long long)w->opt.max_systems,
-                             (long long)(w->norder + count - w->opt.max_systems));
+    mdf_status chk =
+        mdf_h5_check_append("H5MD", w->path, "frames", snap, first, count, w->norder, w->opt.max_systems, err);
+    if (chk != MDF_OK) return chk;
     mdf_h5_lock();
     mdf_status st = ensure_systems(w, snap, first, count, err);
     int64_t norder0 = w->norder;
