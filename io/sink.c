@@ -203,17 +203,26 @@ static mdf_status check_caps(const char *kind, int64_t max_systems, int64_t max_
     return MDF_OK;
 }
 
+/* A host or device sink of the given capacities, its label set; no storage yet. */
+static mdf_status new_capped_sink(sink_kind kind, const char *name, int64_t max_systems, int64_t max_atoms,
+                                  mdf_sink **out, mdf_error *err)
+{
+    mdf_status st = check_caps(name, max_systems, max_atoms, err);
+    if (st == MDF_OK) st = new_sink(kind, out, err);
+    if (st != MDF_OK) return st;
+    (*out)->max_sys = max_systems;
+    (*out)->max_atoms = max_atoms;
+    snprintf((*out)->label, sizeof (*out)->label, "%s sink (%lld systems, %lld atoms)", name,
+             (long long)max_systems, (long long)max_atoms);
+    return MDF_OK;
+}
+
 mdf_status mdf_sink_create_host(int64_t max_systems, int64_t max_atoms, mdf_sink **out, mdf_error *err)
 {
     *out = NULL;
-    mdf_status st = check_caps("host", max_systems, max_atoms, err);
-    if (st == MDF_OK) st = new_sink(SINK_HOST, out, err);
+    mdf_status st = new_capped_sink(SINK_HOST, "host", max_systems, max_atoms, out, err);
     if (st != MDF_OK) return st;
     mdf_sink *s = *out;
-    s->max_sys = max_systems;
-    s->max_atoms = max_atoms;
-    snprintf(s->label, sizeof s->label, "host sink (%lld systems, %lld atoms)", (long long)max_systems,
-             (long long)max_atoms);
     s->mem = pack_alloc(max_systems, max_atoms);
     if (!s->mem) {
         free(s);
@@ -239,14 +248,9 @@ mdf_status mdf_sink_create_device(int64_t max_systems, int64_t max_atoms, mdf_si
     *out = NULL;
     if (!starpu_is_initialized())
         return mdf_error_set(err, MDF_ERR_STARPU, "a device sink needs StarPU running (mdf_runtime_init first)");
-    mdf_status st = check_caps("device", max_systems, max_atoms, err);
-    if (st == MDF_OK) st = new_sink(SINK_DEVICE, out, err);
+    mdf_status st = new_capped_sink(SINK_DEVICE, "device", max_systems, max_atoms, out, err);
     if (st != MDF_OK) return st;
     mdf_sink *s = *out;
-    s->max_sys = max_systems;
-    s->max_atoms = max_atoms;
-    snprintf(s->label, sizeof s->label, "device sink (%lld systems, %lld atoms)", (long long)max_systems,
-             (long long)max_atoms);
     mdf_pack_layout L = mdf_pack_layout_of(max_systems, max_atoms);
     /* No home copy: StarPU allocates the storage where the init task runs
      * (the first GPU when there is one) and keeps it there. */
