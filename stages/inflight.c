@@ -8,6 +8,10 @@
 #include "../dataflow/sampler_internal.h"
 
 #define MDF_DEFAULT_REFILL 10
+/* A refill drains the task window and rebuilds the model's pipeline: on
+ * random-packed LJ clusters (bench/pipeline.sh, PIPE_DATASET=random) refills
+ * for every finished system cost 15-20% of the run. */
+#define MDF_DEFAULT_REFILL_FRACTION 0.1
 
 struct mdf_inflight {
     mdf_inflight_config cfg;
@@ -25,6 +29,7 @@ void mdf_inflight_config_init(mdf_inflight_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->refill_interval = MDF_DEFAULT_REFILL;
+    cfg->refill_fraction = MDF_DEFAULT_REFILL_FRACTION;
 }
 
 static long long frame_id(const mdf_frame *f, size_t i)
@@ -163,6 +168,9 @@ mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *
     *out = NULL;
     *batch = NULL;
     if (!cfg || !cfg->sampler) return mdf_error_set(err, MDF_ERR_INVALID, "inflight batching needs a sampler");
+    if (!(cfg->refill_fraction >= 0.0 && cfg->refill_fraction <= 1.0))
+        return mdf_error_set(err, MDF_ERR_INVALID, "refill_fraction %g must be between 0 and 1",
+                             cfg->refill_fraction);
     if (cfg->refill_interval < 1)
         return mdf_error_set(err, MDF_ERR_INVALID, "refill_interval %lld must be >= 1 step",
                              (long long)cfg->refill_interval);
@@ -219,6 +227,7 @@ void mdf_inflight_destroy(mdf_inflight *in)
 
 int mdf_inflight_exhausted(const mdf_inflight *in) { return mdf_sampler_remaining(in->cfg.sampler) == 0; }
 int64_t mdf_inflight_interval(const mdf_inflight *in) { return in->cfg.refill_interval; }
+double mdf_inflight_fraction(const mdf_inflight *in) { return in->cfg.refill_fraction; }
 
 int64_t mdf_inflight_exited(const mdf_inflight *in, int64_t *budget_exits)
 {

@@ -23,6 +23,7 @@ void mdf_inflight_destroy(mdf_inflight *in);
 
 int mdf_inflight_exhausted(const mdf_inflight *in);
 int64_t mdf_inflight_interval(const mdf_inflight *in);
+double mdf_inflight_fraction(const mdf_inflight *in);
 
 /* With no task pending on the batch: hands every system whose status is
  * outside [lo, hi] (finished: `exit`, or quarantined) to on_exit, removes

@@ -274,6 +274,7 @@ int32_t mdf_stage_exit_status(const mdf_stage *s) { return s->parts[s->nparts - 
 typedef struct census {
     int64_t step;      /* step of the latest census (-1: none yet) */
     int64_t left;      /* the stage's systems in the shard at that step */
+    int64_t gone_atoms;/* atoms of the shard's systems that left the stage */
     int32_t first_busy;/* the first part with systems then (nparts: none);
                         * 0 when unknown (a census restored from a checkpoint) */
 } census;
@@ -297,6 +298,7 @@ typedef struct stage_run {
     starpu_data_handle_t *work[MDF_CONVERGE_PARTS]; /* per part, one per shard, or NULL */
     void **work_mem[MDF_CONVERGE_PARTS];
     census *cens;                   /* one per shard, under ctl.lock */
+    int64_t refills;                /* refills that moved systems */
     int64_t *first_row;             /* batch index of each shard's first system */
     int begun_hooks[MDF_CONVERGE_PARTS];
     /* checkpoints (inflight runs) */
@@ -402,16 +404,18 @@ static void census_view(void *user, const mdf_host_view_args *a, const mdf_sys_i
 {
     (void)res;
     stage_run *r = (stage_run *)user;
-    int64_t left = 0;
+    int64_t left = 0, gone_atoms = 0;
     int32_t first_busy = r->hi - r->lo + 1;
     for (int32_t s = 0; s < a->nsys; s++)
         if (sys[s].status >= r->lo && sys[s].status <= r->hi) {
             left++;
             if (sys[s].status - r->lo < first_busy) first_busy = sys[s].status - r->lo;
+        } else {
+            gone_atoms += sys[s].natoms;
         }
     pthread_mutex_lock(&r->ctl.lock);
     if (a->step > r->cens[a->shard].step)
-        r->cens[a->shard] = (census){.step = a->step, .left = left, .first_busy = first_busy};
+        r->cens[a->shard] = (census){.step = a->step, .left = left, .gone_atoms = gone_atoms, .first_busy = first_busy};
     pthread_mutex_unlock(&r->ctl.lock);
 }
 
@@ -723,6 +727,7 @@ static void fill_report(stage_run *r, int64_t steps, double wall, int64_t atoms0
     report->wall_seconds = wall;
     report->atom_steps_per_second = wall > 0.0 ? (double)atoms0 * (double)steps / wall : 0.0;
     report->nshards = r->b->nshards;
+    report->refills = r->refills;
 }
 
 /* Step 0 of the systems a refill brought in, as stage step `step`: the
@@ -768,6 +773,7 @@ static mdf_status refill_now(stage_run *r, int64_t step, int *took_step, mdf_err
     /* The pipeline's chunks follow the systems: rebuild it when some came or
      * went. A refill that changed nothing keeps it (and its lists), so that
      * whether a refill happened leaves no trace in the trajectories. */
+    if (added || removed) r->refills++;
     if (st == MDF_OK && (added || removed || !r->c)) {
         fold_compute_stats(r);
         mdf_compute_destroy(r->c);
@@ -786,16 +792,26 @@ static mdf_status refill_now(stage_run *r, int64_t step, int *took_step, mdf_err
     return st;
 }
 
-/* 1 when the latest census of some shard saw a system that left the stage
- * (or no census answered yet since the last refill): worth a refill. */
-static int someone_finished(stage_run *r)
+/* 1 when the latest censuses make a refill worth its cost: a shard has
+ * none of the stage's systems left while it holds some (its workers would
+ * idle), or the systems that left hold at least refill_fraction of the
+ * batch's atom budget. A shard whose census has not answered since the
+ * last refill counts as unchanged: the next refill point will know. */
+static int worth_refilling(stage_run *r)
 {
-    int finished = 0;
+    int worth = 0;
+    int64_t gone = 0, budget = 0;
     pthread_mutex_lock(&r->ctl.lock);
-    for (int k = 0; k < r->b->nshards && !finished; k++)
-        finished = r->cens[k].step < 0 || r->cens[k].left < r->b->shards[k].nsys;
+    for (int k = 0; k < r->b->nshards && !worth; k++) {
+        const census *c = &r->cens[k];
+        budget += r->b->shards[k].atom_cap;
+        if (c->step < 0) continue;
+        worth = c->left == 0 && c->left < r->b->shards[k].nsys;
+        gone += c->gone_atoms;
+    }
     pthread_mutex_unlock(&r->ctl.lock);
-    return finished;
+    if (worth) return 1;
+    return gone > 0 && (double)gone >= mdf_inflight_fraction(r->in) * (double)budget;
 }
 
 static int refill_due(stage_run *r, int64_t step)
@@ -808,9 +824,10 @@ static int refill_due(stage_run *r, int64_t step)
     /* Nobody left to move while the dataset still has systems: refill now. */
     if (!mdf_inflight_exhausted(r->in) && r->any_checks && nothing_left(r)) return 1;
     if ((step - 1) % mdf_inflight_interval(r->in) != 0) return 0;
-    /* A refill drains the task window: skip it when the census says that no
-     * system has finished (it counts every check_interval steps). */
-    return !r->any_checks || someone_finished(r);
+    /* A refill drains the task window and rebuilds the model's pipeline:
+     * skip it until the census (every check_interval steps) says that enough
+     * systems have finished. */
+    return !r->any_checks || worth_refilling(r);
 }
 
 /* ---- checkpoints ------------------------------------------------------------------ */

@@ -155,6 +155,14 @@ static mdf_frame dataset_frame(int i)
     return tu_fcc_cluster(5.26, radius[i % 4], 0.08, 300 + (uint64_t)i);
 }
 
+/* Jitter from 0.02 to 0.35 Å: relaxations of very different lengths, so
+ * that systems finish one by one. */
+static mdf_frame spread_frame(int i)
+{
+    static const double radius[4] = {0.75, 1.05, 1.25, 0.9};
+    return tu_fcc_cluster(5.26, radius[i % 4], 0.02 + 0.03 * i, 700 + (uint64_t)i);
+}
+
 static mdf_model *argon(void)
 {
     mdf_lj_config lj = tu_argon(6.5, 1);
@@ -211,6 +219,8 @@ typedef struct finished {
     int natoms[NDATA];
     int64_t step_atoms[4096];  /* atoms in flight per stage step (AFTER_STEP rows) */
     int64_t seen_at[4096][NDATA];
+    int64_t last_step;         /* latest stage step of an AFTER_STEP event */
+    int64_t out_after[NDATA];  /* last_step when the system was handed out */
 } finished;
 
 static int on_exit_cb(void *user, const mdf_frame *f, const mdf_system_view *v)
@@ -221,6 +231,10 @@ static int on_exit_cb(void *user, const mdf_frame *f, const mdf_system_view *v)
     fin->status[v->id] = v->status;
     fin->step[v->id] = v->step;
     fin->natoms[v->id] = (int)f->natoms;
+    /* Refills wait for every task: the hooks' latest step names the refill. */
+    pthread_mutex_lock(&fin->lock);
+    fin->out_after[v->id] = fin->last_step;
+    pthread_mutex_unlock(&fin->lock);
     memcpy(fin->pos[v->id], f->positions, sizeof(double) * 3 * (size_t)f->natoms);
     return 0;
 }
@@ -232,6 +246,7 @@ static void count_atoms(void *user, const mdf_hook_event *ev)
     finished *fin = (finished *)user;
     if (ev->step < 0 || ev->step >= 4096) return;
     pthread_mutex_lock(&fin->lock);
+    if (ev->step > fin->last_step) fin->last_step = ev->step;
     for (size_t r = 0; r < ev->nrows; r++) {
         int64_t id = ev->rows[r].id;
         if (id < 0 || id >= NDATA || ev->rows[r].status == 2) continue; /* exited: not in flight */
@@ -241,11 +256,12 @@ static void count_atoms(void *user, const mdf_hook_event *ev)
     pthread_mutex_unlock(&fin->lock);
 }
 
-static void inflight_run(const char *sched, int nshards, int64_t refill, finished *fin, mdf_stage_report *rep)
+static void inflight_run(mdf_frame (*frame_of)(int), const char *sched, int nshards, int64_t refill, double fraction,
+                         finished *fin, mdf_stage_report *rep)
 {
     tu_start(sched, 2, 0);
     mdf_frame frames[NDATA];
-    for (int i = 0; i < NDATA; i++) frames[i] = dataset_frame(i);
+    for (int i = 0; i < NDATA; i++) frames[i] = frame_of(i);
     mdf_sampler_config sc;
     mdf_sampler_config_init(&sc);
     sc.max_atoms = MAX_ATOMS;
@@ -265,6 +281,7 @@ static void inflight_run(const char *sched, int nshards, int64_t refill, finishe
     mdf_inflight_config_init(&ic);
     ic.sampler = sampler;
     ic.refill_interval = refill;
+    ic.refill_fraction = fraction;
     ic.nshards = nshards;
     ic.on_exit = on_exit_cb;
     ic.user = fin;
@@ -305,6 +322,25 @@ static void alone(int i, double *pos, int64_t *step)
     mdf_model_destroy(m);
 }
 
+/* With refill_fraction f, every refill but the last hand-out moved at least
+ * f of the atom budget out, or found nothing left to move (one shard). */
+static void check_refill_groups(const finished *fin, double fraction)
+{
+    int64_t last = 0;
+    for (int i = 0; i < NDATA; i++) last = fin->out_after[i] > last ? fin->out_after[i] : last;
+    int groups = 0;
+    for (int64_t t = 0; t < last; t++) {
+        int64_t gone = 0;
+        for (int i = 0; i < NDATA; i++) gone += fin->out_after[i] == t ? fin->natoms[i] : 0;
+        if (gone == 0) continue;
+        groups++;
+        if (!((double)gone >= fraction * (MAX_ATOMS - 1) || fin->step_atoms[t] == 0))
+            fail_msg("the refill after step %lld handed out %lld atoms with %lld still moving (fraction %g)",
+                     (long long)t, (long long)gone, (long long)fin->step_atoms[t], fraction);
+    }
+    assert_true(groups >= 2); /* systems really were replaced along the way */
+}
+
 static void test_inflight_matches_alone(void **state)
 {
     (void)state;
@@ -314,12 +350,15 @@ static void test_inflight_matches_alone(void **state)
     for (int i = 0; i < NDATA; i++) alone(i, ref_pos[i], &ref_step[i]);
     tu_stop();
     static finished fin;
-    const char *scheds[] = {"eager", "dmda"};
-    int shards[] = {1, 2};
-    int64_t refills[] = {5, 1};
+    static const struct {
+        const char *sched;
+        int shards;
+        int64_t refill;
+        double fraction;
+    } runs[] = {{"eager", 1, 5, 0.0}, {"dmda", 2, 1, 0.1}};
     for (int k = 0; k < 2; k++) {
         mdf_stage_report rep;
-        inflight_run(scheds[k], shards[k], refills[k], &fin, &rep);
+        inflight_run(dataset_frame, runs[k].sched, runs[k].shards, runs[k].refill, runs[k].fraction, &fin, &rep);
         int64_t peak = 0;
         for (int t = 0; t < 4096; t++) peak = fin.step_atoms[t] > peak ? fin.step_atoms[t] : peak;
         double dx = 0.0;
@@ -330,10 +369,10 @@ static void test_inflight_matches_alone(void **state)
             assert_int_equal(fin.step[i], ref_step[i]);
             for (int c = 0; c < 3 * fin.natoms[i]; c++) dx = fmax(dx, fabs(fin.pos[i][c] - ref_pos[i][c]));
         }
-        printf("  %s, %d shards, refill every %lld: %lld steps for %d systems, peak %lld atoms in flight "
-               "(budget: below %d), max |dx| vs alone %.3g A\n",
-               scheds[k], shards[k], (long long)refills[k], (long long)rep.steps, NDATA, (long long)peak, MAX_ATOMS,
-               dx);
+        printf("  %s, %d shards, refill every %lld, fraction %g: %lld steps, %lld refills for %d systems, "
+               "peak %lld atoms in flight (budget: below %d), max |dx| vs alone %.3g A\n",
+               runs[k].sched, runs[k].shards, (long long)runs[k].refill, runs[k].fraction, (long long)rep.steps,
+               (long long)rep.refills, NDATA, (long long)peak, MAX_ATOMS, dx);
         assert_int_equal(rep.converged, NDATA);
         assert_int_equal(rep.remaining, 0);
         assert_true(peak < MAX_ATOMS);
@@ -346,6 +385,28 @@ static void test_inflight_matches_alone(void **state)
          * positions with lists built at another time. */
         assert_true(dx < 1e-9);
     }
+}
+
+/* Refill points (every step here) refill only once the systems that left
+ * hold refill_fraction of the atom budget: fewer refills, each moving more. */
+static void test_refill_fraction(void **state)
+{
+    (void)state;
+    static finished fin;
+    const double fractions[2] = {0.0, 0.5};
+    int64_t refills[2], steps[2];
+    for (int k = 0; k < 2; k++) {
+        mdf_stage_report rep;
+        inflight_run(spread_frame, "eager", 1, 1, fractions[k], &fin, &rep);
+        for (int i = 0; i < NDATA; i++) assert_int_equal(fin.seen[i], 1);
+        assert_int_equal(rep.converged, NDATA);
+        check_refill_groups(&fin, fractions[k]);
+        refills[k] = rep.refills;
+        steps[k] = rep.steps;
+        printf("  refill_fraction %g: %lld refills, %lld steps for %d systems\n", fractions[k], (long long)refills[k],
+               (long long)steps[k], NDATA);
+    }
+    assert_true(refills[1] < refills[0]);
 }
 
 static void test_inflight_errors(void **state)
@@ -388,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_pairs_budget_and_refusals),
         cmocka_unit_test(test_inflight_errors),
         cmocka_unit_test(test_inflight_matches_alone),
+        cmocka_unit_test(test_refill_fraction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -174,6 +174,9 @@ expect_error "fmax: abc" 2 "bad-number.yaml:10:" "abc" "not a number"
 variant bad-range '15s/5/-5/'
 run "$MDFLOW" run bad-range.yaml
 expect_error "dt_fs: -5" 2 "bad-range.yaml:15:" "dt_fs" "out of range"
+variant bad-fraction '21s/refill_interval: 5/refill_interval: 5, refill_fraction: 1.5/'
+run "$MDFLOW" run bad-fraction.yaml
+expect_error "refill_fraction: 1.5" 2 "bad-fraction.yaml:21:" "sampler.refill_fraction" "out of range" "[0, 1]"
 variant bad-type '21s/.*/sampler: 5/'
 run "$MDFLOW" run bad-type.yaml
 expect_error "sampler: 5 (not a mapping)" 2 "bad-type.yaml:21:" "sampler" "mapping"

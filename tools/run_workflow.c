@@ -343,8 +343,8 @@ static void print_summary(const mdf_workflow *wf, const mdf_frame_list *input, c
     double sys_rate = r->wall_seconds > 0.0 ? (double)finished / r->wall_seconds : 0.0;
     printf("  %lld steps in %.3f s: %.4g systems/s, %.4g atom-steps/s\n", (long long)r->steps, r->wall_seconds,
            sys_rate, r->atom_steps_per_second);
-    printf("  model evaluations %lld, neighbour-list rebuilds %lld (summed over systems)\n",
-           (long long)r->model_evaluations, (long long)r->list_rebuilds);
+    printf("  model evaluations %lld, neighbour-list rebuilds %lld (summed over systems), refills %lld\n",
+           (long long)r->model_evaluations, (long long)r->list_rebuilds, (long long)r->refills);
     printf("  largest neighbour count %d of %d slots, atoms beyond the slots %lld\n", r->max_neighbours,
            r->list_slots, (long long)r->overflowed_atoms);
     if (*wf->structures) printf("  final structures (input order): %s\n", wf->structures);
@@ -483,6 +483,7 @@ mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
         mdf_inflight_config_init(&ic);
         ic.sampler = rs.sampler;
         ic.refill_interval = wf->refill_interval;
+        ic.refill_fraction = wf->refill_fraction;
         ic.nshards = wf->shards;
         ic.on_exit = collect;
         ic.user = &rs.col;

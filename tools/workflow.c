@@ -671,7 +671,8 @@ static mdf_status parse_composition(wf_ctx *c, const yaml_node_t *n, mdf_workflo
 
 static mdf_status parse_sampler(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 {
-    static const char *const keys[] = {"max_atoms", "max_pairs", "max_systems", "refill_interval", NULL};
+    static const char *const keys[] = {"max_atoms", "max_pairs", "max_systems", "refill_interval", "refill_fraction",
+                                       NULL};
     mdf_status st = check_mapping(c, n, "sampler", keys);
     yaml_node_t *x;
     wf->sampler_line = line_of(n);
@@ -684,6 +685,9 @@ static mdf_status parse_sampler(wf_ctx *c, const yaml_node_t *n, mdf_workflow *w
         st = get_int64(c, x, "sampler.max_systems", 0, INT64_MAX, &wf->sampler.max_systems);
     if (st == MDF_OK && (x = lookup(c, n, "refill_interval")))
         st = get_int64(c, x, "sampler.refill_interval", 1, INT64_MAX, &wf->refill_interval);
+    if (st == MDF_OK && (x = lookup(c, n, "refill_fraction")))
+        st = get_double(c, x, "sampler.refill_fraction", &(wf_range){0.0, 1.0, CLOSED, CLOSED, "of the atom budget"},
+                        &wf->refill_fraction);
     return st;
 }
 
@@ -822,6 +826,7 @@ static void workflow_defaults(mdf_workflow *wf)
     wf->skin = 1.0;
     mdf_sampler_config_init(&wf->sampler);
     wf->refill_interval = 10;
+    wf->refill_fraction = 0.1; /* as mdf_inflight_config_init */
     wf->log_every = 10;
     wf->snapshot_every = 100;
     wf->hooks.freeze = -1;

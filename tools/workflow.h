@@ -64,6 +64,7 @@ typedef struct mdf_workflow {
     /* inflight batching */
     mdf_sampler_config sampler;    /* pair_cutoff: the model's largest cutoff with max_pairs */
     int64_t refill_interval;
+    double refill_fraction;
     int sampler_line;
     /* outputs (relative to the current directory) */
     char structures[WF_PATH_MAX];  /* "" : none */

@@ -170,6 +170,7 @@ typedef struct mdf_stage_report {
     double wall_seconds;
     double atom_steps_per_second; /* atoms of the stage's systems at the start × steps / wall */
     int nshards;
+    int64_t refills;            /* inflight: refills that handed systems out or took new ones */
 } mdf_stage_report;
 
 /* Runs until every system of the stage has converged or max_steps steps.
@@ -190,7 +191,12 @@ typedef int (*mdf_exit_fn)(void *user, const mdf_frame *f, const mdf_system_view
 
 typedef struct mdf_inflight_config {
     mdf_sampler *sampler;       /* the dataset (required) */
-    int64_t refill_interval;    /* steps between refills (default 10) */
+    int64_t refill_interval;    /* steps between refill points (default 10) */
+    double refill_fraction;     /* a refill point refills when the systems that
+                                 * finished since the last refill hold at least
+                                 * this fraction of the batch's atom budget, or a
+                                 * shard has none of the stage's systems left
+                                 * (default 0.1; 0: whenever one finished) */
     int nshards;                /* shards of the batch (0: automatic) */
     mdf_exit_fn on_exit;        /* may be NULL */
     void *user;
