@@ -18,6 +18,15 @@ Called by bench/pipeline.sh (which resolves MDFLOW). Settings through the
 environment, as for mdbench.py (MDFLOW, NCORES, QUICK, REPEAT, LMP, MPIRUN,
 LAMMPS_MODE, BENCH_OUT, BENCH_WORK, KEEP) plus:
 
+  PIPE_DATASET       "argon" (default): argon clusters cut from fcc with
+                     0.05 Å noise (ε 0.0104 eV, σ 3.40 Å: fmax 0.05 eV/Å is
+                     16 ε/σ, so FIRE needs 8-16 steps; 40 K, dt 5 fs); or
+                     "random-lj": the classic LJ13-LJ147 clusters in reduced
+                     units read as eV and Å (ε 1 eV, σ 1 Å, cutoff 2.5 Å,
+                     skin 0.3 Å), atoms placed at random in a sphere (at
+                     least 0.8 Å apart): fmax 0.05 is 0.05 ε/σ and FIRE takes
+                     tens to thousands of steps; MD at 1160 K (kT = 0.1 ε),
+                     dt 1 fs. Results: pipeline.json, pipeline_random-lj.json
   PIPE_SYSTEMS       systems in the dataset (default 1000; QUICK 50)
   PIPE_MD_STEPS      MD steps per system (default 1000; QUICK 100)
   REPEAT             rounds of (a) and (b), interleaved, and runs of (d); the
@@ -34,7 +43,9 @@ Writes BENCH_OUT/pipeline.json and prints a table. Issue targets: (a) >= 100x
 ASE and >= 3x LAMMPS throughput (systems/s), (a) >= 1.5x (b).
 """
 import json
+import math
 import os
+import random
 import re
 import shutil
 import sys
@@ -64,8 +75,17 @@ ASE_PYTHON = os.environ.get("ASE_PYTHON") or sys.executable or "/usr/bin/python3
 
 SIZE_MIN, SIZE_MAX = 13, 147           # atoms per cluster (the issue's range)
 FMAX, RELAX_BUDGET = 0.05, 2000        # eV/Å; FIRE steps before giving up
-TEMP_K, DT_FS, FRICTION_PER_FS = 40.0, 5.0, 0.01
-SKIN = mb.B_SKIN                       # 1 Å, both codes check every step
+DATASET = os.environ.get("PIPE_DATASET", "argon").strip() or "argon"
+if DATASET == "argon":
+    TEMP_K, DT_FS, FRICTION_PER_FS = 40.0, 5.0, 0.01
+    SKIN = mb.B_SKIN                   # 1 Å, both codes check every step
+elif DATASET == "random-lj":
+    # every code reads the model from mb.AR_* (mdflow, ASE, LAMMPS)
+    mb.AR_EPS, mb.AR_SIGMA, mb.AR_RC = 1.0, 1.0, 2.5
+    TEMP_K, DT_FS, FRICTION_PER_FS = 1160.0, 1.0, 0.01     # kT = 0.1 ε; dt = 0.016 sqrt(m σ² / ε)
+    SKIN = 0.3
+else:
+    sys.exit("bench: PIPE_DATASET must be argon or random-lj, not '%s'" % DATASET)
 SPECIES = "Ar:%r:%r:%r" % (mb.AR_EPS, mb.AR_SIGMA, mb.AR_RC)
 TARGETS = {"a_over_c": 100.0, "a_over_d": 3.0, "a_over_b": 1.5}
 
@@ -74,9 +94,30 @@ log = mb.log
 
 # ------------------------------------------------------------------ data --
 
+def random_clusters(n, seed=20261122):
+    """LJ clusters of SIZE_MIN..SIZE_MAX atoms (σ = 1 Å) placed at random, at
+    least 0.8 σ apart, in a sphere of 1.1 times the radius that holds them at
+    density 0.9 σ^-3: the start of a structure search."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        k = rng.randint(SIZE_MIN, SIZE_MAX)
+        radius = 1.1 * (3.0 * k / (4.0 * math.pi * 0.9)) ** (1.0 / 3.0)
+        pts = []
+        while len(pts) < k:
+            p = tuple(rng.uniform(-radius, radius) for _ in range(3))
+            if sum(c * c for c in p) <= radius * radius and \
+                    all((p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 + (p[2] - q[2]) ** 2 > 0.64 for q in pts):
+                pts.append(p)
+        out.append(pts)
+    return out
+
+
 def make_dataset(n):
     """mdbench's clusters (fcc cuts around a jittered centre, 0.05 Å noise),
-    with the sizes of this issue."""
+    with the sizes of this issue; or random-packed ones (PIPE_DATASET)."""
+    if DATASET == "random-lj":
+        return random_clusters(n)
     saved = mb.B_MIN, mb.B_MAX
     mb.B_MIN, mb.B_MAX = SIZE_MIN, SIZE_MAX
     try:
@@ -467,8 +508,8 @@ def print_table(res):
     m = res["machine"]
     lines = []
     lines.append("")
-    lines.append("mdflow pipeline: %d argon clusters of %d-%d atoms (%d atoms), FIRE to fmax %.2f eV/A, then %d "
-                 "Langevin steps of %.0f fs at %.0f K%s" % (res["systems"], SIZE_MIN, SIZE_MAX, res["atoms"], FMAX,
+    lines.append("mdflow pipeline: %d %s clusters of %d-%d atoms (%d atoms), FIRE to fmax %.2f eV/A, then %d "
+                 "Langevin steps of %.0f fs at %.0f K%s" % (res["systems"], DATASET, SIZE_MIN, SIZE_MAX, res["atoms"], FMAX,
                                                              MD_STEPS, DT_FS, TEMP_K, ", QUICK" if QUICK else ""))
     lines.append("%s, %d cores; load average %.2f at start, %.2f at end; mdflow %s%s" % (
         m["cpu_model"], NCORES, m["loadavg_1min_at_start"] or 0, m.get("loadavg_1min_at_end") or 0,
@@ -533,8 +574,8 @@ def main():
     modes, note = mb.detect_lammps_modes(work)
     if "serial" not in modes and not os.environ.get("LAMMPS_MODE", "").strip():
         modes.append("serial")
-    log("pipeline: %d systems (%d atoms, %d-%d per system), %d MD steps; mdflow %s; LAMMPS %s modes %s; "
-        "%d cores; load %.2f; scratch %s" % (NSYS, natoms, min(map(len, clusters)), max(map(len, clusters)),
+    log("pipeline (%s): %d systems (%d atoms, %d-%d per system), %d MD steps; mdflow %s; LAMMPS %s modes %s; "
+        "%d cores; load %.2f; scratch %s" % (DATASET, NSYS, natoms, min(map(len, clusters)), max(map(len, clusters)),
                                              MD_STEPS, mb.MDFLOW, mb.LMP, ",".join(modes), NCORES,
                                              machine["loadavg_1min_at_start"] or 0, work))
     cases = {}
@@ -602,7 +643,7 @@ def main():
                         "target": TARGETS[key], "met": bool(rt is not None and rt >= TARGETS[key]),
                         # medians of the repeated runs ((a) at the chosen max_atoms): less luck in them
                         "ratio_of_medians": ratio(o.get("wall_s_median"), a.get("wall_s_median"))}
-    res = {"benchmark": "pipeline", "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine,
+    res = {"benchmark": "pipeline", "dataset": DATASET, "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine,
            "mdflow_source": source, "ncores": NCORES, "quick": QUICK, "repeat": REPEAT,
            "systems": NSYS, "atoms": natoms, "sizes": [SIZE_MIN, SIZE_MAX], "md_steps": MD_STEPS,
            "fmax_eV_per_A": FMAX, "relax_step_budget": RELAX_BUDGET, "temperature_K": TEMP_K, "dt_fs": DT_FS,
@@ -621,7 +662,7 @@ def main():
     table = print_table(res)
     res["table"] = table
     os.makedirs(mb.OUT, exist_ok=True)
-    path = os.path.join(mb.OUT, "pipeline.json")
+    path = os.path.join(mb.OUT, "pipeline.json" if DATASET == "argon" else "pipeline_%s.json" % DATASET)
     with open(path, "w") as fp:
         json.dump(res, fp, indent=2)
         fp.write("\n")
