@@ -9,8 +9,8 @@
 
 #define MDF_DEFAULT_REFILL 10
 /* A refill drains the task window and rebuilds the model's pipeline: on
- * random-packed LJ clusters (bench/pipeline.sh, PIPE_DATASET=random) refills
- * for every finished system cost 15-20% of the run. */
+ * random-packed LJ clusters (bench/pipeline.sh, PIPE_DATASET=random-lj)
+ * refilling for every finished system cost 15% of the run. */
 #define MDF_DEFAULT_REFILL_FRACTION 0.1
 
 struct mdf_inflight {

@@ -806,7 +806,7 @@ static int worth_refilling(stage_run *r)
         const census *c = &r->cens[k];
         budget += r->b->shards[k].atom_cap;
         if (c->step < 0) continue;
-        worth = c->left == 0 && c->left < r->b->shards[k].nsys;
+        worth = c->left == 0 && r->b->shards[k].nsys > 0;
         gone += c->gone_atoms;
     }
     pthread_mutex_unlock(&r->ctl.lock);

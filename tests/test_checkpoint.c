@@ -31,11 +31,7 @@
 #define REFILL 5
 #define EVERY 10
 
-static mdf_frame dataset_frame(int i)
-{
-    static const double radius[4] = {0.75, 1.05, 1.25, 0.9};
-    return tu_fcc_cluster(5.26, radius[i % 4], 0.08, 300 + (uint64_t)i);
-}
+static mdf_frame dataset_frame(int i) { return tu_mixed_cluster(i, 0.08, 300 + (uint64_t)i); }
 
 static mdf_model *argon(void)
 {

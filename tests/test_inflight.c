@@ -149,19 +149,11 @@ static void test_pairs_budget_and_refusals(void **state)
 #define MD_STEPS 30
 #define MAX_ATOMS 130
 
-static mdf_frame dataset_frame(int i)
-{
-    static const double radius[4] = {0.75, 1.05, 1.25, 0.9};
-    return tu_fcc_cluster(5.26, radius[i % 4], 0.08, 300 + (uint64_t)i);
-}
+static mdf_frame dataset_frame(int i) { return tu_mixed_cluster(i, 0.08, 300 + (uint64_t)i); }
 
 /* Jitter from 0.02 to 0.35 Å: relaxations of very different lengths, so
  * that systems finish one by one. */
-static mdf_frame spread_frame(int i)
-{
-    static const double radius[4] = {0.75, 1.05, 1.25, 0.9};
-    return tu_fcc_cluster(5.26, radius[i % 4], 0.02 + 0.03 * i, 700 + (uint64_t)i);
-}
+static mdf_frame spread_frame(int i) { return tu_mixed_cluster(i, 0.02 + 0.03 * i, 700 + (uint64_t)i); }
 
 static mdf_model *argon(void)
 {

@@ -188,6 +188,12 @@ double tu_reldiff(double a, double b, double floor)
     return fabs(a - b) / m;
 }
 
+mdf_frame tu_mixed_cluster(int i, double jitter, uint64_t seed)
+{
+    static const double radius[4] = {0.75, 1.05, 1.25, 0.9};
+    return tu_fcc_cluster(5.26, radius[i % 4], jitter, seed);
+}
+
 mdf_frame tu_fcc_cluster(double a, double r_over_a, double jitter, uint64_t seed)
 {
     static const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};

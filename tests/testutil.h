@@ -34,6 +34,10 @@ mdf_frame tu_random(int n, const double cell[9], const int pbc[3], double min_di
  * 64 atoms. */
 mdf_frame tu_fcc_cluster(double a, double r_over_a, double jitter, uint64_t seed);
 
+/* System i of the inflight tests' datasets: argon fcc clusters whose radius
+ * cycles through four sizes, jittered as tu_fcc_cluster. */
+mdf_frame tu_mixed_cluster(int i, double jitter, uint64_t seed);
+
 /* The Einstein frequency² of an LJ system, (1/3N) Σ_i tr(∂²U/∂r_i²)/m_i,
  * from pairs within rc (images ±1 along every direction when all three are
  * periodic); masses from the frame or the element table. The harmonic

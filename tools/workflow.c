@@ -825,8 +825,10 @@ static void workflow_defaults(mdf_workflow *wf)
     wf->cutoff = 2.5 * 3.40;
     wf->skin = 1.0;
     mdf_sampler_config_init(&wf->sampler);
-    wf->refill_interval = 10;
-    wf->refill_fraction = 0.1; /* as mdf_inflight_config_init */
+    mdf_inflight_config ic; /* the library's refill defaults */
+    mdf_inflight_config_init(&ic);
+    wf->refill_interval = ic.refill_interval;
+    wf->refill_fraction = ic.refill_fraction;
     wf->log_every = 10;
     wf->snapshot_every = 100;
     wf->hooks.freeze = -1;
