@@ -269,6 +269,7 @@ static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_sh
     if (st != MDF_OK) return st;
     const char *id = mdf_frame_get_info(f, "mdf_system_id");
     s->id = id ? strtoll(id, NULL, 10) : (int64_t)i;
+    s->source = (int32_t)i;
     s->atom_start = local_atom;
     s->natoms = (int32_t)f->natoms;
     s->status = status;

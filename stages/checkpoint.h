@@ -22,7 +22,8 @@
 #include "mdflow/frame.h"
 #include "mdflow/batch.h"
 
-#define MDF_CKPT_LAYOUT 1
+/* 2: mdf_sys_info.source (the sampler index of each system in flight) */
+#define MDF_CKPT_LAYOUT 2
 
 /* ---- growable byte buffers --------------------------------------------------- */
 

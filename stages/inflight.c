@@ -89,6 +89,20 @@ static int choose_shards(const mdf_sampler *s, const mdf_sampler_config *sc, int
     return n < 1 ? 1 : (int)n;
 }
 
+/* Every system of a fresh batch has its step 0 due, as a refill's do, and
+ * knows its sampler index (idx[i] for batch system i). */
+static mdf_status mark_entered(mdf_batch *b, const size_t *idx, mdf_error *err)
+{
+    mdf_status st = mdf_batch_acquire_all(b, err);
+    if (st != MDF_OK) return st;
+    for (size_t i = 0; i < b->nsys; i++) {
+        b->sys[b->sys_slot[i]].flags |= MDF_SYS_ENTERED;
+        b->sys[b->sys_slot[i]].source = (int32_t)idx[i];
+    }
+    mdf_batch_release_all(b);
+    return MDF_OK;
+}
+
 /* The first batch, filled shard by shard as refills fill them. */
 static mdf_status first_batch(mdf_inflight *in, const mdf_sampler_config *sc, int64_t sys_cap, int nshards,
                               mdf_batch **out, mdf_error *err)
@@ -130,6 +144,7 @@ static mdf_status first_batch(mdf_inflight *in, const mdf_sampler_config *sc, in
         bc.shard_atom_cap = atom_cap;
         bc.shard_sys_cap = shard_sys;
         st = mdf_batch_create(frames, n, &bc, out, err);
+        if (st == MDF_OK) st = mark_entered(*out, idx, err);
     }
     in->pair_cap = pair_cap > 0 ? pair_cap : 0;
     free(idx);
@@ -139,23 +154,14 @@ static mdf_status first_batch(mdf_inflight *in, const mdf_sampler_config *sc, in
     return st;
 }
 
-/* Every system of a fresh batch has its step 0 due, as a refill's do. */
-static mdf_status mark_entered(mdf_batch *b, mdf_error *err)
-{
-    mdf_status st = mdf_batch_acquire_all(b, err);
-    if (st != MDF_OK) return st;
-    for (size_t i = 0; i < b->nsys; i++) b->sys[b->sys_slot[i]].flags |= MDF_SYS_ENTERED;
-    mdf_batch_release_all(b);
-    return MDF_OK;
-}
-
+/* By sampler index, not id: ids come from the frames and may be anything. */
 static void count_shard_pairs(mdf_inflight *in, const mdf_batch *b)
 {
     for (int k = 0; k < b->nshards; k++) {
         const mdf_shard *sh = &b->shards[k];
         in->shard_pairs[k] = 0;
         for (int32_t s = 0; s < sh->nsys; s++)
-            in->shard_pairs[k] += mdf_sampler_pairs(in->cfg.sampler, (size_t)b->sys[sh->sys_off + s].id);
+            in->shard_pairs[k] += mdf_sampler_pairs(in->cfg.sampler, (size_t)b->sys[sh->sys_off + s].source);
     }
 }
 
@@ -186,6 +192,10 @@ mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *
         return mdf_error_set(err, MDF_ERR_INVALID,
                              "max_atoms %lld exceeds what one batch holds (%lld atoms): lower the atom budget",
                              (long long)budgets.max_atoms, (long long)1 << 26);
+    if (mdf_sampler_size(cfg->sampler) > (size_t)INT32_MAX)
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "the dataset has %zu systems: inflight batching takes at most %d per run (split it)",
+                             mdf_sampler_size(cfg->sampler), INT32_MAX);
     mdf_status st = check_dataset(cfg->sampler, m, skin, err);
     if (st != MDF_OK) return st;
     mdf_inflight *in = calloc(1, sizeof *in);
@@ -200,7 +210,6 @@ mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *
     } else {
         int64_t sys_cap = system_capacity(cfg->sampler, &sc);
         st = first_batch(in, &sc, sys_cap, cfg->nshards, batch, err);
-        if (st == MDF_OK) st = mark_entered(*batch, err);
         if (st == MDF_OK) {
             in->shard_pairs = calloc((size_t)(*batch)->nshards, sizeof *in->shard_pairs);
             if (!in->shard_pairs) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for inflight batching");

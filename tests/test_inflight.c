@@ -401,6 +401,114 @@ static void test_refill_fraction(void **state)
     assert_true(refills[1] < refills[0]);
 }
 
+/* Frames that carry ids of their own, as in a file mdflow wrote (here 5000
+ * + the reversed position): the pair budget still holds at every step. The
+ * budget counts each system's pairs by its place in the dataset. */
+#define FOREIGN_ID(i) (5000 + (NDATA - 1 - (i)))
+
+typedef struct pair_watch {
+    pthread_mutex_t lock;
+    int64_t pairs_of[NDATA]; /* by position in the dataset */
+    int64_t step_pairs[4096];
+    unsigned char seen_at[4096][NDATA];
+    int exits[NDATA];
+} pair_watch;
+
+static int foreign_position(int64_t id)
+{
+    int64_t i = NDATA - 1 - (id - 5000);
+    return i >= 0 && i < NDATA ? (int)i : -1;
+}
+
+static void count_pairs(void *user, const mdf_hook_event *ev)
+{
+    pair_watch *w = (pair_watch *)user;
+    if (ev->step < 0 || ev->step >= 4096) return;
+    pthread_mutex_lock(&w->lock);
+    for (size_t r = 0; r < ev->nrows; r++) {
+        int i = foreign_position(ev->rows[r].id);
+        assert_true(i >= 0);
+        if (ev->rows[r].status == 2 || w->seen_at[ev->step][i]) continue;
+        w->seen_at[ev->step][i] = 1;
+        w->step_pairs[ev->step] += w->pairs_of[i];
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+static int count_exit(void *user, const mdf_frame *f, const mdf_system_view *v)
+{
+    (void)f;
+    pair_watch *w = (pair_watch *)user;
+    int i = foreign_position(v->id);
+    assert_true(i >= 0);
+    w->exits[i]++;
+    return 0;
+}
+
+static void test_pair_budget_with_foreign_ids(void **state)
+{
+    (void)state;
+    tu_start("eager", 2, 0);
+    static pair_watch w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.lock, NULL);
+    mdf_frame frames[NDATA];
+    for (int i = 0; i < NDATA; i++) {
+        frames[i] = spread_frame(i); /* systems leave one by one */
+        char id[16];
+        snprintf(id, sizeof id, "%d", FOREIGN_ID(i));
+        TU_CALL(mdf_frame_set_info, &frames[i], "mdf_system_id", id);
+    }
+    mdf_sampler_config sc;
+    mdf_sampler_config_init(&sc);
+    sc.max_atoms = 100000; /* not the binding budget */
+    sc.pair_cutoff = 7.0;
+    mdf_sampler *sampler = NULL;
+    TU_CALL(mdf_sampler_create, frames, NDATA, &sc, &sampler);
+    int64_t total = 0, largest = 0;
+    for (int i = 0; i < NDATA; i++) {
+        w.pairs_of[i] = mdf_sampler_pairs(sampler, (size_t)i);
+        total += w.pairs_of[i];
+        largest = w.pairs_of[i] > largest ? w.pairs_of[i] : largest;
+    }
+    mdf_sampler_destroy(sampler);
+    /* Room for one of the three large systems at a time, beside small ones. */
+    sc.max_pairs = largest + largest / 4;
+    TU_CALL(mdf_sampler_create, frames, NDATA, &sc, &sampler);
+    mdf_model *m = argon();
+    mdf_stage *s = relax_then_md();
+    TU_CALL(mdf_stage_set_max_steps, s, 4000);
+    for (int p = 0; p < 2; p++) {
+        mdf_hook *h = NULL;
+        TU_CALL(mdf_hook_create_callback, "pairs", MDF_AFTER_STEP, 1, count_pairs, &w, &h);
+        TU_CALL(mdf_stage_add_part_hook, s, p, h);
+    }
+    mdf_inflight_config ic;
+    mdf_inflight_config_init(&ic);
+    ic.sampler = sampler;
+    ic.refill_interval = 1;
+    ic.refill_fraction = 0.0;
+    ic.nshards = 1;
+    ic.on_exit = count_exit;
+    ic.user = &w;
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run_inflight, s, m, &ic, &rep);
+    int64_t peak = 0;
+    for (int t = 0; t < 4096; t++) peak = w.step_pairs[t] > peak ? w.step_pairs[t] : peak;
+    printf("  foreign ids: pair budget %lld (dataset %lld), peak %lld pairs in flight, %lld refills\n",
+           (long long)sc.max_pairs, (long long)total, (long long)peak, (long long)rep.refills);
+    for (int i = 0; i < NDATA; i++) assert_int_equal(w.exits[i], 1);
+    assert_int_equal(rep.converged, NDATA);
+    assert_true(rep.refills >= 2);
+    assert_true(peak < sc.max_pairs);
+    assert_true(peak > largest); /* a large system and small ones shared the batch */
+    mdf_stage_destroy(s);
+    mdf_model_destroy(m);
+    mdf_sampler_destroy(sampler);
+    for (int i = 0; i < NDATA; i++) mdf_frame_free(&frames[i]);
+    tu_stop();
+}
+
 static void test_inflight_errors(void **state)
 {
     (void)state;
@@ -439,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_packing_cases),
         cmocka_unit_test(test_oldest_waits_for_room),
         cmocka_unit_test(test_pairs_budget_and_refusals),
+        cmocka_unit_test(test_pair_budget_with_foreign_ids),
         cmocka_unit_test(test_inflight_errors),
         cmocka_unit_test(test_inflight_matches_alone),
         cmocka_unit_test(test_refill_fraction),

@@ -65,7 +65,9 @@ typedef struct mdf_sys_info {
     int64_t step;          /* steps integrated so far (keys the random streams) */
     int64_t stage_step;    /* steps in the current stage (reset on a status move) */
     int32_t flags;         /* MDF_SYS_* */
-    int32_t pad_;
+    int32_t source;        /* index in the dataset it came from (the frames
+                            * given to mdf_batch_create, or the sampler's);
+                            * ids may be anything, this finds the system */
     double cell[9];        /* lattice vectors as rows, Å */
     double inv_cell[9];    /* inverse of cell: fractional = r · inv_cell */
 } mdf_sys_info;
