@@ -257,6 +257,11 @@ static void plan_shards(const mdf_frame *frames, size_t n, int nshards, int64_t 
     first_sys[nshards] = n;
 }
 
+static int recomputed_key(const char *key)
+{
+    return strcmp(key, "virial") == 0 || strcmp(key, "stress") == 0;
+}
+
 /* Copies frame f (batch system i) into slot `slot` of shard sh, whose
  * local system index is `local_sys` and first atom `local_atom`. */
 static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_shard *sh,
@@ -292,12 +297,14 @@ static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_sh
             b->force[3 * (base + a) + k] = f->forces ? f->forces[3 * a + k] : 0.0;
         }
     }
-    /* Keep the frame's own keys (other than ours) for output. */
+    /* Keep the frame's own keys for output, other than ours and those of
+     * the input's positions that the batch recomputes: a virial or stress
+     * read in would be written back out with the new positions. */
     mdf_sys_meta *m = &b->meta[slot];
     m->info = calloc(f->ninfo ? f->ninfo : 1, sizeof *m->info);
     if (!m->info) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for system %zu's keys", i);
     for (size_t k = 0; k < f->ninfo; k++) {
-        if (strncmp(f->info[k].key, "mdf_", 4) == 0) continue;
+        if (strncmp(f->info[k].key, "mdf_", 4) == 0 || recomputed_key(f->info[k].key)) continue;
         m->info[m->ninfo].key = strdup(f->info[k].key);
         m->info[m->ninfo].value = strdup(f->info[k].value);
         m->ninfo++;
@@ -562,6 +569,7 @@ mdf_status mdf_batch_get_system(const mdf_batch *b, size_t i, mdf_system_view *o
     out->stage_step = s->stage_step;
     out->flags = s->flags;
     memcpy(out->virial, r->virial, sizeof out->virial);
+    out->virial_fresh = r->virial_fresh;
     memcpy(out->cell, s->cell, sizeof out->cell);
     for (int k = 0; k < 3; k++) out->pbc[k] = s->pbc[k];
     return MDF_OK;
@@ -608,7 +616,8 @@ mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out, mdf
     if (st == MDF_OK) st = set_number_info(out, "mdf_status", NULL, 0, (long long)s->status, err);
     if (st == MDF_OK)
         st = set_number_info(out, "kinetic_energy", "%.17g", b->res[slot].kinetic, 0, err);
-    if (st == MDF_OK) {
+    /* Only a virial of these positions: steps compute one only when asked. */
+    if (st == MDF_OK && b->res[slot].virial_fresh) {
         char text[512];
         const double *w = b->res[slot].virial;
         snprintf(text, sizeof text, "%.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g", w[0], w[1],

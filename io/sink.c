@@ -487,6 +487,19 @@ static int64_t info_int(const mdf_frame *f, const char *key, int64_t fallback)
     return v && end != v ? (int64_t)x : fallback;
 }
 
+/* Fills out[0..n) from the numbers of info key `key`; 0 if it has fewer. */
+static int info_doubles(const mdf_frame *f, const char *key, double *out, int n)
+{
+    const char *v = mdf_frame_get_info(f, key);
+    for (int k = 0; v && k < n; k++) {
+        char *end = NULL;
+        out[k] = strtod(v, &end);
+        if (end == v) return 0;
+        v = end;
+    }
+    return v != NULL;
+}
+
 /* Packed system d of buf from a frame (the inverse of snapshot_frame). */
 static void pack_frame(char *buf, const mdf_pack_layout *L, const mdf_frame *f, int64_t index)
 {
@@ -501,6 +514,13 @@ static void pack_frame(char *buf, const mdf_pack_layout *L, const mdf_frame *f, 
     memcpy(MDF_PACK_PTR(buf, *L, cell, double) + 9 * d, f->cell, sizeof f->cell);
     MDF_PACK_PTR(buf, *L, energy, double)[d] = f->has_energy ? f->energy : NAN;
     MDF_PACK_PTR(buf, *L, fmax, double)[d] = NAN;
+    /* A frame from mdf_batch_get_frame carries "virial" only when it is
+     * that of its positions: without one, NaN (not computed), not 0. */
+    double *w = MDF_PACK_PTR(buf, *L, virial, double) + 9 * d;
+    if (!info_doubles(f, "virial", w, 9))
+        for (int k = 0; k < 9; k++) w[k] = NAN;
+    double ke = 0.0;
+    if (info_doubles(f, "kinetic_energy", &ke, 1)) MDF_PACK_PTR(buf, *L, kinetic, double)[d] = ke;
     memcpy(MDF_PACK_PTR(buf, *L, pos, double) + 3 * a0, f->positions, (size_t)(24 * n));
     if (f->velocities) memcpy(MDF_PACK_PTR(buf, *L, vel, double) + 3 * a0, f->velocities, (size_t)(24 * n));
     if (f->forces) memcpy(MDF_PACK_PTR(buf, *L, force, double) + 3 * a0, f->forces, (size_t)(24 * n));

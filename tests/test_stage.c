@@ -498,6 +498,95 @@ static void test_config_errors(void **state)
     assert_string_equal(mdf_hook_point_name(MDF_ON_CONVERGE), "ON_CONVERGE");
 }
 
+/* ---- the virial of final frames ----------------------------------------------------- */
+
+/* For an open cluster W = Σ_pairs (r_i - r_j) ⊗ f_ij = Σ_i r_i ⊗ F_i (theory):
+ * a frame's "virial" is checked against its own positions and forces.
+ * Returns whether the frame has one; fails if it is not that of them. */
+static int frame_virial_is_current(const mdf_frame *f, int sys)
+{
+    const char *v = mdf_frame_get_info(f, "virial");
+    if (!v) return 0;
+    double w[9];
+    char *end = NULL;
+    for (int k = 0; k < 9; k++, v = end) {
+        w[k] = strtod(v, &end);
+        assert_true(end != v);
+    }
+    for (int a = 0; a < 3; a++)
+        for (int c = 0; c < 3; c++) {
+            double ref = 0.0, scale = 0.0;
+            for (int64_t i = 0; i < f->natoms; i++) {
+                ref += f->positions[3 * i + a] * f->forces[3 * i + c];
+                scale += fabs(f->positions[3 * i + a] * f->forces[3 * i + c]);
+            }
+            if (fabs(w[3 * a + c] - ref) > 1e-9 * scale + 1e-12)
+                fail_msg("system %d: virial[%d][%d] = %.12g, sum r x F at its positions = %.12g", sys, a, c,
+                         w[3 * a + c], ref);
+        }
+    return 1;
+}
+
+/* Counts the final frames that carry a virial, each checked. */
+static int current_virials(const mdf_batch *b)
+{
+    int with = 0;
+    for (int i = 0; i < NSYS; i++) {
+        mdf_frame f;
+        TU_CALL(mdf_batch_get_frame, b, (size_t)i, &f);
+        mdf_system_view v;
+        TU_CALL(mdf_batch_get_system, b, (size_t)i, &v);
+        int has = frame_virial_is_current(&f, i);
+        assert_int_equal(has, v.virial_fresh);
+        with += has;
+        mdf_frame_free(&f);
+    }
+    return with;
+}
+
+static mdf_stage *plain_stage(const char *integrator, int32_t status, int64_t max_steps)
+{
+    mdf_stage_config sc;
+    mdf_stage_config_init(&sc);
+    sc.integrator = integrator;
+    sc.status = status;
+    sc.converged_status = status + 1;
+    sc.max_steps = max_steps;
+    sc.params.dt_fs = 2.0;
+    mdf_stage *s = NULL;
+    TU_CALL(mdf_stage_create, &sc, &s);
+    return s;
+}
+
+/* Steps compute the virial only when asked (the last step of a run does).
+ * Systems that converge earlier must not leave the virial of the positions
+ * they started from in their frames. */
+static void test_final_virial_is_current(void **state)
+{
+    (void)state;
+    tu_start("eager", 2, 0);
+    mdf_batch *b = make_batch(2);
+    mdf_model *m = make_model();
+    mdf_stage *relax = plain_stage("fire", 0, 5000), *md = plain_stage("velocity_verlet", 1, 25);
+    /* argon's forces here start near 0.005 eV/Å: a tight threshold for a real relaxation */
+    TU_CALL(mdf_stage_add_criterion, relax, MDF_CRITERION_FMAX, 2e-4);
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run, relax, b, m, &rep);
+    assert_int_equal(rep.converged, NSYS);
+    assert_true(rep.steps > 10 && rep.steps < 5000); /* ended on convergence, before its last step */
+    int relaxed = current_virials(b);
+    TU_CALL(mdf_stage_run, md, b, m, &rep);
+    assert_int_equal(rep.steps, 25);
+    int after_md = current_virials(b);
+    printf("  frames with a virial: %d of %d after relaxing, %d after MD to max_steps\n", relaxed, NSYS, after_md);
+    assert_int_equal(after_md, NSYS); /* the last step computed it, for every system */
+    mdf_stage_destroy(relax);
+    mdf_stage_destroy(md);
+    mdf_model_destroy(m);
+    mdf_batch_destroy(b);
+    tu_stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_hook_order_and_frequency),
         cmocka_unit_test(test_systems_converge_at_their_own_step),
         cmocka_unit_test(test_invariance_over_shards_and_schedulers),
+        cmocka_unit_test(test_final_virial_is_current),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,6 +84,11 @@ typedef struct mdf_sys_result {
                             * quantity (Nosé–Hoover chain energy, energy taken
                             * out by Bussi rescaling, barostat PV), so that
                             * energy + kinetic + extra_energy is conserved */
+    int32_t virial_fresh;  /* 1: `virial` is that of the positions the model
+                            * last evaluated (it computed one then); 0: of an
+                            * earlier evaluation, or none. Only evaluations
+                            * asked for it compute a virial (it costs ~40%) */
+    int32_t pad_;
 } mdf_sys_result;
 
 /* Per-system integrator state: a small block each integrator interprets in

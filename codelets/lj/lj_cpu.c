@@ -164,6 +164,7 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         if (t1 > t0) memset(f + 3 * (size_t)t0, 0, sizeof(double) * 3 * (size_t)(t1 - t0));
         res[s].energy = 0.0;
         if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);
+        res[s].virial_fresh = args->want_virial != 0;
         lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &res[s]);
     }
     free(scratch);

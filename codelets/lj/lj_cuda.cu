@@ -29,6 +29,7 @@ __global__ void lj_zero_results_kernel(mdf_sys_result *res, const mdf_sys_info *
     int32_t s = s0 + (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
     if (s >= s1 || !mdf_status_in(sys[s].status, lo, hi)) return;
     res[s].energy = 0.0;
+    res[s].virial_fresh = want_virial != 0;
     if (want_virial)
         for (int k = 0; k < 9; k++) res[s].virial[k] = 0.0;
 }

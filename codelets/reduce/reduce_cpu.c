@@ -21,6 +21,8 @@ void mdf_reduce_cpu(void *buffers[], void *cl_arg)
         for (int32_t k = 3 * ch->touch_begin; k < 3 * ch->touch_end; k++) f[k] += fp[k];
         for (int32_t s = ch->sys_begin; s < ch->sys_end; s++) {
             res[s].energy += rp[s].energy;
+            /* every part of a system saw the same evaluation */
+            res[s].virial_fresh = rp[s].virial_fresh;
             if (args->want_virial)
                 for (int k = 0; k < 9; k++) res[s].virial[k] += rp[s].virial[k];
         }

@@ -44,14 +44,17 @@ __global__ void reduce_results_kernel(mdf_sys_result *res, int32_t nsys, int32_t
     int32_t s = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
     if (s >= nsys) return;
     double e = 0.0, w[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    int32_t fresh = res[s].virial_fresh;
     for (int c = 0; c < parts.nchunks; c++) {
         if (s < parts.sys_begin[c] || s >= parts.sys_end[c]) continue;
         const mdf_sys_result *rp = &parts.r[c][s];
         e += rp->energy;
+        fresh = rp->virial_fresh; /* every part of a system saw the same evaluation */
         if (want_virial)
             for (int k = 0; k < 9; k++) w[k] += rp->virial[k];
     }
     res[s].energy = e;
+    res[s].virial_fresh = fresh;
     if (want_virial)
         for (int k = 0; k < 9; k++) res[s].virial[k] = w[k];
 }

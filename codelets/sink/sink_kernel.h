@@ -102,7 +102,8 @@ MDF_HD void mdf_pack_system(char *base, const mdf_pack_layout *L, int64_t k, int
     for (int d = 0; d < 3; d++) MDF_PACK_PTR(base, *L, pbc, int32_t)[3 * k + d] = s->pbc[d];
     for (int d = 0; d < 9; d++) {
         MDF_PACK_PTR(base, *L, cell, double)[9 * k + d] = s->cell[d];
-        MDF_PACK_PTR(base, *L, virial, double)[9 * k + d] = r->virial[d];
+        /* NaN for a virial of earlier positions (none computed here) */
+        MDF_PACK_PTR(base, *L, virial, double)[9 * k + d] = r->virial_fresh ? r->virial[d] : nan("");
     }
     MDF_PACK_PTR(base, *L, energy, double)[k] = r->energy;
     MDF_PACK_PTR(base, *L, kinetic, double)[k] = r->kinetic;

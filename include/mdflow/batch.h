@@ -67,7 +67,8 @@ mdf_status mdf_batch_sync(mdf_batch *b, mdf_error *err);
 /* After mdf_batch_sync(): system i (0-based, batch order) as a frame with
  * positions, velocities, forces, masses, numbers, cell, pbc, energy and
  * info keys "mdf_system_id", "mdf_step", "mdf_status", "kinetic_energy",
- * "virial". */
+ * and "virial" when the last evaluation computed it (virial_fresh below;
+ * the frame's own "virial" and "stress" keys are never carried over). */
 mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out,
                                mdf_error *err);
 
@@ -87,6 +88,9 @@ typedef struct mdf_system_view {
     int32_t flags;            /* MDF_SYS_* bits (mdflow/stage.h) */
     double virial[9];         /* eV: W = sum over pairs (r_i - r_j) ⊗ f_i, positive
                                * when repulsive (LAMMPS); stress = -W/V (ASE) */
+    int32_t virial_fresh;     /* 1: `virial` belongs to the current positions; 0:
+                               * to earlier ones (a step computes the virial only
+                               * when an integrator, hook or the last step asks) */
     double cell[9];
     int pbc[3];
 } mdf_system_view;

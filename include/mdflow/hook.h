@@ -174,7 +174,7 @@ typedef struct mdf_sink mdf_sink;
 mdf_status mdf_hook_create_snapshot(mdf_sink *sink, int64_t every, mdf_hook **out, mdf_error *err);
 /* At ON_CONVERGE: writes each system that just converged (or left on its
  * step budget, flagged) once, at the step it left the (sub-)stage. Its
- * virial is that of the last step that computed one. */
+ * virial is NaN unless that step computed one (hooks asking for it). */
 mdf_status mdf_hook_create_converged_snapshot(mdf_sink *sink, mdf_hook **out, mdf_error *err);
 
 /* LAMMPS-style thermo rows (batch totals or per system) every N steps

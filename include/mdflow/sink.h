@@ -112,8 +112,9 @@ int64_t mdf_sink_capacity(const mdf_sink *s);
 mdf_status mdf_sink_write(mdf_sink *s, const mdf_batch *b, const uint8_t *mask, double dt_fs, mdf_error *err);
 /* Writes frames as systems: id, step and status from their info keys
  * mdf_system_id (else the index), mdf_step, mdf_status (else 0); energy if
- * they have one (else NaN); missing velocities and forces, the kinetic
- * energy, virial and time are 0, fmax NaN. */
+ * they have one (else NaN); the kinetic energy and virial from the keys
+ * kinetic_energy and virial (9 numbers) that mdf_batch_get_frame writes,
+ * else 0 and NaN; missing velocities, forces and time are 0, fmax NaN. */
 mdf_status mdf_sink_write_frames(mdf_sink *s, const mdf_frame *frames, size_t n, mdf_error *err);
 /* Writes a packed snapshot directly. */
 mdf_status mdf_sink_write_snapshot(mdf_sink *s, const mdf_snapshot *snap, mdf_error *err);
