@@ -25,6 +25,8 @@ const char *mdf_h5_path_problem(const char *path, int for_create, char *buf, siz
 
 /* File access list with libver bounds (LATEST, LATEST), as SWMR needs. */
 hid_t mdf_h5_fapl(void);
+/* File creation properties of the files we append to (see h5io.c). */
+hid_t mdf_h5_fcpl(void);
 
 /* Opens an existing file for SWMR writing; a file left flagged "open for
  * write" by a killed writer is opened with its status flags cleared (as

@@ -152,9 +152,10 @@ static mdf_status create_file(mdf_h5s_writer *w, mdf_error *err)
     const char *p = mdf_h5_path_problem(w->path, 1, why, sizeof why);
     if (p)
         return mdf_error_set(err, MDF_ERR_IO, "cannot create the HDF5 structure file '%s': %s", w->path, p);
-    hid_t fapl = mdf_h5_fapl();
-    w->file = H5Fcreate(w->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t fapl = mdf_h5_fapl(), fcpl = mdf_h5_fcpl();
+    w->file = H5Fcreate(w->path, H5F_ACC_TRUNC, fcpl, fapl);
     H5Pclose(fapl);
+    H5Pclose(fcpl);
     if (w->file < 0)
         return mdf_h5_fail(err, MDF_ERR_IO,
                            "cannot create the HDF5 structure file '%s' (is it open in another program? "

@@ -443,9 +443,10 @@ static mdf_status create_file(mdf_h5md_writer *w, h5file *f, int swmr, mdf_error
     char why[512];
     const char *p = mdf_h5_path_problem(f->path, 1, why, sizeof why);
     if (p) return mdf_error_set(err, MDF_ERR_IO, "cannot create the H5MD file '%s': %s", f->path, p);
-    hid_t fapl = mdf_h5_fapl();
-    f->fid = H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t fapl = mdf_h5_fapl(), fcpl = mdf_h5_fcpl();
+    f->fid = H5Fcreate(f->path, H5F_ACC_TRUNC, fcpl, fapl);
     H5Pclose(fapl);
+    H5Pclose(fcpl);
     if (f->fid < 0)
         return mdf_h5_fail(err, MDF_ERR_IO,
                            "cannot create the H5MD file '%s' (is it open in another program? is the disk full?)",
