@@ -280,6 +280,9 @@ mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
 {
     const mdf_shard *sh = &c->b->shards[k];
     shard_ws *w = &c->ws[k];
+    /* One evaluation per call on the last shard, even an empty one (a
+     * refill can leave it without systems). */
+    if (k == c->b->nshards - 1) c->evaluations++;
     if (w->nchunks == 0) return MDF_OK;
     mdf_nl_bin_args bin = {.work = sh->natoms, .r_list = c->r_list,
                            .half_skin2 = 0.25 * c->cfg.skin * c->cfg.skin, .nsys = sh->nsys,
@@ -316,7 +319,6 @@ mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
         memcpy(r.chunks, w->chunks, sizeof(mdf_chunk) * (size_t)w->nchunks);
         st = submitted(mdf_insert_reduce(w->fparts, w->rparts, sh->force, sh->res, &r), "the chunk sum", k, err);
     }
-    if (st == MDF_OK && k == c->b->nshards - 1) c->evaluations++;
     return st;
 }
 

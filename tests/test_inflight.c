@@ -361,12 +361,14 @@ static void test_inflight_matches_alone(void **state)
             assert_int_equal(fin.step[i], ref_step[i]);
             for (int c = 0; c < 3 * fin.natoms[i]; c++) dx = fmax(dx, fabs(fin.pos[i][c] - ref_pos[i][c]));
         }
-        printf("  %s, %d shards, refill every %lld, fraction %g: %lld steps, %lld refills for %d systems, "
+        printf("  %s, %d shards, refill every %lld, fraction %g: %lld steps, %lld evaluations, %lld refills for %d systems, "
                "peak %lld atoms in flight (budget: below %d), max |dx| vs alone %.3g A\n",
                runs[k].sched, runs[k].shards, (long long)runs[k].refill, runs[k].fraction, (long long)rep.steps,
-               (long long)rep.refills, NDATA, (long long)peak, MAX_ATOMS, dx);
+               (long long)rep.model_evaluations, (long long)rep.refills, NDATA, (long long)peak, MAX_ATOMS, dx);
         assert_int_equal(rep.converged, NDATA);
         assert_int_equal(rep.remaining, 0);
+        /* one evaluation per step and step 0, also once a shard ran empty */
+        assert_int_equal(rep.model_evaluations, rep.steps + 1);
         assert_true(peak < MAX_ATOMS);
         assert_true(peak > MAX_ATOMS / 2); /* the batch was actually kept full */
         /* The batch never holds every system: systems really were replaced. */
