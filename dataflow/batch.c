@@ -423,8 +423,8 @@ mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_b
         for (size_t i = first[k]; st == MDF_OK && i < first[k + 1]; i++) {
             int32_t local_sys = (int32_t)(i - first[k]);
             b->sys_slot[i] = sh->sys_off + local_sys;
-            st = fill_system(b, &frames[i], i, sh, local_sys, local_atom, cfg.initial_status, err);
-            if (st == MDF_OK && cfg.ids) b->sys[b->sys_slot[i]].id = cfg.ids[i];
+            size_t index = cfg.sources ? cfg.sources[i] : i;
+            st = fill_system(b, &frames[i], index, sh, local_sys, local_atom, cfg.initial_status, err);
             local_atom += (int32_t)frames[i].natoms;
         }
     }
@@ -777,8 +777,8 @@ void mdf_batch_shard_room(const mdf_batch *b, int k, int64_t *atoms, int64_t *sy
     *systems = sh->sys_cap - sh->nsys;
 }
 
-mdf_status mdf_batch_append(mdf_batch *b, int k, const mdf_frame *f, size_t index, int64_t id, int32_t status,
-                            int32_t flags, mdf_error *err)
+mdf_status mdf_batch_append(mdf_batch *b, int k, const mdf_frame *f, size_t index, int32_t status, int32_t flags,
+                            mdf_error *err)
 {
     mdf_shard *sh = &b->shards[k];
     if (sh->natoms + f->natoms > sh->atom_cap || sh->nsys >= sh->sys_cap)
@@ -792,7 +792,6 @@ mdf_status mdf_batch_append(mdf_batch *b, int k, const mdf_frame *f, size_t inde
     free_meta(&b->meta[slot]);
     mdf_status st = fill_system(b, f, index, sh, local, sh->natoms, status, err);
     if (st != MDF_OK) return st;
-    b->sys[slot].id = id;
     b->sys[slot].flags = flags;
     sh->nsys++;
     sh->natoms += (int32_t)f->natoms;

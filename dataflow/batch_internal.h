@@ -54,10 +54,11 @@ void mdf_batch_release_all(mdf_batch *b);
 void mdf_batch_remove_done(mdf_batch *b, int (*done)(int32_t status, void *user), void *user);
 /* Free room of shard k: atoms and system slots. */
 void mdf_batch_shard_room(const mdf_batch *b, int k, int64_t *atoms, int64_t *systems);
-/* With the batch acquired: appends frame f to shard k (which has room) with
- * the given id, status and flags, validated as mdf_batch_create does. */
-mdf_status mdf_batch_append(mdf_batch *b, int k, const mdf_frame *f, size_t index, int64_t id, int32_t status,
-                            int32_t flags, mdf_error *err);
+/* With the batch acquired: appends frame f, system `index` of its dataset
+ * (its source, and its id unless it has one), to shard k (which has room)
+ * with the given status and flags, validated as mdf_batch_create does. */
+mdf_status mdf_batch_append(mdf_batch *b, int k, const mdf_frame *f, size_t index, int32_t status, int32_t flags,
+                            mdf_error *err);
 /* Validates a frame as mdf_batch_create does (index names it in messages). */
 mdf_status mdf_batch_check_frame(const mdf_frame *f, size_t index, mdf_error *err);
 

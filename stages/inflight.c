@@ -89,16 +89,12 @@ static int choose_shards(const mdf_sampler *s, const mdf_sampler_config *sc, int
     return n < 1 ? 1 : (int)n;
 }
 
-/* Every system of a fresh batch has its step 0 due, as a refill's do, and
- * knows its sampler index (idx[i] for batch system i). */
-static mdf_status mark_entered(mdf_batch *b, const size_t *idx, mdf_error *err)
+/* Every system of a fresh batch has its step 0 due, as a refill's do. */
+static mdf_status mark_entered(mdf_batch *b, mdf_error *err)
 {
     mdf_status st = mdf_batch_acquire_all(b, err);
     if (st != MDF_OK) return st;
-    for (size_t i = 0; i < b->nsys; i++) {
-        b->sys[b->sys_slot[i]].flags |= MDF_SYS_ENTERED;
-        b->sys[b->sys_slot[i]].source = (int32_t)idx[i];
-    }
+    for (size_t i = 0; i < b->nsys; i++) b->sys[b->sys_slot[i]].flags |= MDF_SYS_ENTERED;
     mdf_batch_release_all(b);
     return MDF_OK;
 }
@@ -113,10 +109,9 @@ static mdf_status first_batch(mdf_inflight *in, const mdf_sampler_config *sc, in
     int64_t pair_cap = sc->max_pairs > 0 ? (sc->max_pairs - 1) / nsh : -1;
     size_t *idx = malloc(sizeof *idx * (size_t)(shard_sys * nsh));
     mdf_frame *frames = malloc(sizeof *frames * (size_t)(shard_sys * nsh));
-    int64_t *ids = malloc(sizeof *ids * (size_t)(shard_sys * nsh));
     size_t *first = calloc((size_t)nsh + 1, sizeof *first);
-    mdf_status st = idx && frames && ids && first ? MDF_OK
-                                                  : mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the first batch");
+    mdf_status st =
+        idx && frames && first ? MDF_OK : mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the first batch");
     size_t n = 0;
     int used = 0;
     for (int k = 0; st == MDF_OK && k < nsh; k++) {
@@ -130,26 +125,23 @@ static mdf_status first_batch(mdf_inflight *in, const mdf_sampler_config *sc, in
         used = k + 1;
     }
     if (st == MDF_OK && used == 0) st = mdf_error_set(err, MDF_ERR_INVALID, "the sampler gave no system for the first batch");
-    for (size_t j = 0; st == MDF_OK && j < n; j++) {
+    for (size_t j = 0; st == MDF_OK && j < n; j++)
         frames[j] = *mdf_sampler_frame(s, idx[j]); /* shallow: the batch only reads */
-        ids[j] = frame_id(&frames[j], idx[j]);
-    }
     if (st == MDF_OK) {
         mdf_batch_config bc;
         mdf_batch_config_init(&bc);
         bc.nshards = used;
         bc.initial_status = in->status;
-        bc.ids = ids;
+        bc.sources = idx;
         bc.shard_first = first;
         bc.shard_atom_cap = atom_cap;
         bc.shard_sys_cap = shard_sys;
         st = mdf_batch_create(frames, n, &bc, out, err);
-        if (st == MDF_OK) st = mark_entered(*out, idx, err);
+        if (st == MDF_OK) st = mark_entered(*out, err);
     }
     in->pair_cap = pair_cap > 0 ? pair_cap : 0;
     free(idx);
     free(frames);
-    free(ids);
     free(first);
     return st;
 }
@@ -304,7 +296,7 @@ static mdf_status fill_shard(mdf_inflight *in, mdf_batch *b, int k, size_t *adde
     mdf_status st = MDF_OK;
     for (size_t j = 0; st == MDF_OK && j < n; j++) {
         const mdf_frame *f = mdf_sampler_frame(s, idx[j]);
-        st = mdf_batch_append(b, k, f, idx[j], frame_id(f, idx[j]), in->status, MDF_SYS_ENTERED, err);
+        st = mdf_batch_append(b, k, f, idx[j], in->status, MDF_SYS_ENTERED, err);
         in->shard_pairs[k] += mdf_sampler_pairs(s, idx[j]);
     }
     *added += n;

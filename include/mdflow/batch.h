@@ -30,8 +30,10 @@ typedef struct mdf_batch_config {
     int64_t extra_systems;
     /* Status every system starts with. */
     int32_t initial_status;
-    /* Ids of the systems (NULL: each frame's "mdf_system_id", else its index). */
-    const int64_t *ids;
+    /* Each frame's index in the dataset it came from (NULL: its position in
+     * frames). A system keeps it (messages name it), and a frame without an
+     * "mdf_system_id" key takes it as its id. */
+    const size_t *sources;
     /* An explicit plan (inflight batching): frames [shard_first[k],
      * shard_first[k+1]) go to shard k (nshards entries + 1, nshards given),
      * and every shard gets shard_atom_cap atoms and shard_sys_cap systems of
