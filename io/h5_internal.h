@@ -23,6 +23,10 @@ mdf_status mdf_h5_fail(mdf_error *err, mdf_status code, const char *fmt, ...)
  * the file system sees no reason. */
 const char *mdf_h5_path_problem(const char *path, int for_create, char *buf, size_t n);
 
+/* After a failed append (st): an I/O error's message gains what the file
+ * keeps ("the file keeps the <kept> <unit> appended before") and what to do. */
+void mdf_h5_append_failed(mdf_status st, mdf_error *err, long long kept, const char *unit);
+
 /* File access list with libver bounds (LATEST, LATEST), as SWMR needs. */
 hid_t mdf_h5_fapl(void);
 /* File creation properties of the files we append to (see h5io.c). */

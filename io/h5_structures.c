@@ -486,15 +486,7 @@ mdf_status mdf_h5s_append(mdf_h5s_writer *w, const mdf_snapshot *snap, int64_t f
         set_all_rows(w, nsys0, natoms0);
         H5Fflush(w->file, H5F_SCOPE_LOCAL);
         H5Eclear2(H5E_DEFAULT);
-        if (st == MDF_ERR_IO && err) {
-            char inner[MDF_ERROR_MESSAGE_MAX];
-            snprintf(inner, sizeof inner, "%s", err->message);
-            err->message[0] = '\0';
-            mdf_error_set(err, st,
-                          "%s; the file keeps the %lld systems appended before: free disk space (or raise the "
-                          "quota or file size limit) and resume",
-                          inner, (long long)nsys0);
-        }
+        mdf_h5_append_failed(st, err, (long long)nsys0, "systems");
     }
     mdf_h5_unlock();
     return st;

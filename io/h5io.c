@@ -147,6 +147,18 @@ int mdf_h5_reserve(hid_t file, const char *path, int64_t bytes)
     return r;
 }
 
+void mdf_h5_append_failed(mdf_status st, mdf_error *err, long long kept, const char *unit)
+{
+    if (st != MDF_ERR_IO || !err) return;
+    char inner[MDF_ERROR_MESSAGE_MAX];
+    snprintf(inner, sizeof inner, "%s", err->message);
+    err->message[0] = '\0'; /* the new text holds it: no "context: cause" join */
+    mdf_error_set(err, st,
+                  "%s; the file keeps the %lld %s appended before: free disk space (or raise the quota or file "
+                  "size limit) and resume",
+                  inner, kept, unit);
+}
+
 /* Paged file space: HDF5 then never lets a small metadata block (an object
  * header, say) straddle a 4 KiB page boundary. A writer killed during a
  * write() is cut at a page boundary (Linux checks for fatal signals

@@ -964,15 +964,7 @@ mdf_status mdf_h5md_append(mdf_h5md_writer *w, const mdf_snapshot *snap, int64_t
             H5Fflush(f->fid, H5F_SCOPE_LOCAL);
         }
         H5Eclear2(H5E_DEFAULT);
-        if (st == MDF_ERR_IO && err) {
-            char inner[MDF_ERROR_MESSAGE_MAX];
-            snprintf(inner, sizeof inner, "%s", err->message);
-            err->message[0] = '\0';
-            mdf_error_set(err, st,
-                          "%s; the file keeps the %lld frames appended before: free disk space (or raise the "
-                          "quota or file size limit) and resume",
-                          inner, (long long)norder0);
-        }
+        mdf_h5_append_failed(st, err, (long long)norder0, "frames");
     }
     free(kk);
     free(buf);
