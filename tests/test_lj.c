@@ -304,6 +304,112 @@ static void test_chunked_equals_single(void **state)
     mdf_frame_free(&f);
 }
 
+/* Energy, forces and virial of an open system by the plain pair formula,
+ * with the pair parameters of two_species(1) (argon alone when the frame
+ * has no krypton): the reference for the all-pairs loops. */
+static void brute_two_species(const mdf_frame *f, double *energy, double *forces, double w[9])
+{
+    *energy = 0.0;
+    memset(forces, 0, sizeof(double) * 3 * (size_t)f->natoms);
+    memset(w, 0, sizeof(double) * 9);
+    for (int64_t i = 0; i < f->natoms; i++)
+        for (int64_t j = i + 1; j < f->natoms; j++) {
+            int kr = (f->numbers[i] == 36) + (f->numbers[j] == 36);
+            double eps = kr == 0 ? 0.0104 : kr == 2 ? 0.0140 : 0.0121;
+            double sig = kr == 0 ? 3.4 : kr == 2 ? 3.65 : 3.52, rc = kr == 1 ? 7.0 : 7.5;
+            double d[3], r2 = 0.0;
+            for (int q = 0; q < 3; q++) {
+                d[q] = f->positions[3 * i + q] - f->positions[3 * j + q];
+                r2 += d[q] * d[q];
+            }
+            if (r2 >= rc * rc) continue;
+            double sr6 = pow(sig * sig / r2, 3), sc6 = pow(sig / rc, 6);
+            *energy += 4 * eps * (sr6 * sr6 - sr6) - 4 * eps * (sc6 * sc6 - sc6);
+            double fr = 24 * eps * (2 * sr6 * sr6 - sr6) / r2; /* f_i = fr * d */
+            for (int q = 0; q < 3; q++) {
+                forces[3 * i + q] += fr * d[q];
+                forces[3 * j + q] -= fr * d[q];
+                for (int p = 0; p < 3; p++) w[3 * p + q] += d[p] * fr * d[q];
+            }
+        }
+}
+
+/* Whether this CPU runs an instruction set of MDF_LJ_DENSE_SIMD. */
+static int cpu_has(const char *simd)
+{
+    if (!strcmp(simd, "scalar")) return 1;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (!strcmp(simd, "avx")) return __builtin_cpu_supports("avx");
+    if (!strcmp(simd, "avx512")) return __builtin_cpu_supports("avx512f");
+#endif
+    return 0;
+}
+
+/* The all-pairs loop is compiled for AVX-512, AVX and plain C, and the
+ * model picks one (MDF_LJ_DENSE_SIMD overrides): each one this CPU runs
+ * gives the pair formula's numbers on open clusters of 5, 13 and 45 atoms
+ * (neither a whole number of 8-atom blocks), one and two species. A set
+ * the CPU lacks, or an unknown name, is refused with the variable's name. */
+static void test_all_pairs_every_simd(void **state)
+{
+    (void)state;
+    const double box[9] = {14, 0, 0, 0, 14, 0, 0, 0, 14};
+    const int open[3] = {0, 0, 0}, zs[2] = {18, 36};
+    mdf_frame frames[3] = {tu_random(5, box, open, 3.0, zs, 1, 21), tu_fcc_cluster(5.26, 0.75, 0.1, 22),
+                           tu_random(45, box, open, 3.0, zs, 2, 23)};
+    const char *sets[] = {"scalar", "avx", "avx512", "auto"};
+    mdf_lj_config lj = two_species(1);
+    int ran = 0;
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        setenv("MDF_LJ_DENSE_SIMD", sets[k], 1);
+        if (strcmp(sets[k], "auto") && !cpu_has(sets[k])) {
+            mdf_model *m = NULL;
+            mdf_error err;
+            mdf_error_clear(&err);
+            assert_int_equal(mdf_model_create_lj(&lj, &m, &err), MDF_ERR_INVALID);
+            assert_non_null(strstr(err.message, "MDF_LJ_DENSE_SIMD"));
+            printf("  %s: not on this CPU, refused: %s\n", sets[k], err.message);
+            continue;
+        }
+        for (int which = 0; which < 3; which++) {
+            mdf_frame *f = &frames[which];
+            memset(f->cell, 0, sizeof f->cell);
+            f->has_cell = 0;
+            assert_true(f->natoms <= 64 && f->natoms % 8 != 0); /* always all pairs, a partial block */
+            result r = evaluate(f, &lj, 0, 1);
+            double e, w[9], *want = malloc(sizeof(double) * 3 * (size_t)f->natoms);
+            brute_two_species(f, &e, want, w);
+            double fbig = 0.0, ferr = 0.0, wbig = 0.0, werr = 0.0;
+            for (int64_t q = 0; q < 3 * f->natoms; q++) {
+                fbig = fmax(fbig, fabs(want[q]));
+                ferr = fmax(ferr, fabs(r.forces[q] - want[q]));
+            }
+            for (int q = 0; q < 9; q++) {
+                wbig = fmax(wbig, fabs(w[q]));
+                werr = fmax(werr, fabs(r.virial[q] - w[q]));
+            }
+            printf("  %-6s %2lld atoms: energy %.15g (pair sum %.15g), max force deviation %.1e of %.3g\n", sets[k],
+                   (long long)f->natoms, r.energy, e, ferr, fbig);
+            assert_true(fabs(r.energy - e) <= 1e-12 * fmax(fabs(e), 0.0104));
+            assert_true(ferr <= 1e-12 * fbig);
+            assert_true(werr <= 1e-12 * wbig);
+            free(want);
+            free(r.forces);
+        }
+        ran++;
+    }
+    assert_true(ran >= 2); /* plain C and auto at least */
+    setenv("MDF_LJ_DENSE_SIMD", "sse9", 1);
+    mdf_model *m = NULL;
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_model_create_lj(&lj, &m, &err), MDF_ERR_INVALID);
+    assert_non_null(strstr(err.message, "MDF_LJ_DENSE_SIMD=sse9"));
+    assert_null(m);
+    unsetenv("MDF_LJ_DENSE_SIMD");
+    for (int which = 0; which < 3; which++) mdf_frame_free(&frames[which]);
+}
+
 /* An element without parameters is refused with its name. */
 static void test_unknown_species(void **state)
 {
@@ -337,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_virial),
         cmocka_unit_test(test_chunked_equals_single),
         cmocka_unit_test(test_all_pairs_switch),
+        cmocka_unit_test(test_all_pairs_every_simd),
         cmocka_unit_test(test_unknown_species),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -148,7 +148,7 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     int32_t dense_atoms = 0;
     for (int32_t s = c->sys_begin; s < c->sys_end; s++)
         if (sys[s].natoms <= MDF_LJ_DENSE_MAX_ATOMS && sys[s].natoms > dense_atoms) dense_atoms = sys[s].natoms;
-    double *scratch = dense_atoms ? malloc(sizeof(double) * mdf_lj_dense_scratch_doubles(dense_atoms)) : NULL;
+    double *scratch = dense_atoms ? malloc(sizeof(double) * mdf_lj_dense_scratch_doubles(dense_atoms, p)) : NULL;
     if (!w || (dense_atoms && !scratch)) {
         free(w);
         free(scratch);

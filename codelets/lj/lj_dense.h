@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include "lj_kernel.h"
+#include "mdflow/error.h"
 
 /* Systems up to this size may take the all-pairs path... */
 #define MDF_LJ_DENSE_MAX_ATOMS 1024
@@ -16,12 +17,23 @@
  * and 1.0x as fast on this path. */
 #define MDF_LJ_DENSE_PAIR_RATIO 12
 
+/* Instruction sets of the all-pairs loop (mdf_lj_params.dense_simd). */
+enum { MDF_LJ_SIMD_SCALAR = 0, MDF_LJ_SIMD_AVX = 1, MDF_LJ_SIMD_AVX512 = 2 };
+
+/* The set a new model uses: the widest this CPU runs, unless the
+ * environment variable MDF_LJ_DENSE_SIMD names one (auto, avx512, avx,
+ * scalar: to compare them, or to test each). An unknown name, or a set the
+ * CPU lacks, is an error. */
+mdf_status mdf_lj_dense_simd_choose(int32_t *out, mdf_error *err);
+int mdf_lj_dense_simd_supported(int simd);
+const char *mdf_lj_dense_simd_name(int simd);
+
 /* Whether system s (whose half list holds list_pairs pairs) takes the
  * all-pairs path in chunk c: open boundaries, small, wholly in the chunk. */
 int mdf_lj_dense_suits(const mdf_sys_info *s, const mdf_chunk *c, int64_t list_pairs);
 
-/* Doubles of scratch mdf_lj_dense_system needs for natoms atoms. */
-size_t mdf_lj_dense_scratch_doubles(int32_t natoms);
+/* Doubles of scratch mdf_lj_dense_system needs for natoms atoms of model p. */
+size_t mdf_lj_dense_scratch_doubles(int32_t natoms, const mdf_lj_params *p);
 
 /* Adds system s's pair forces to f (its atoms' entries), its energy to
  * *energy and, when virial is set, its virial d ⊗ d · fpair to w. */

@@ -18,6 +18,7 @@
 typedef struct mdf_lj_params {
     int32_t ntypes;
     int32_t type_of_z[MDF_LJ_MAX_Z + 1]; /* -1: element not in the model */
+    int32_t dense_simd;                  /* CPU all-pairs loop: MDF_LJ_SIMD_* (lj_dense.h) */
     double rc2[MDF_LJ_MAX_TYPES][MDF_LJ_MAX_TYPES];
     double lj1[MDF_LJ_MAX_TYPES][MDF_LJ_MAX_TYPES]; /* 48 ε σ^12 */
     double lj2[MDF_LJ_MAX_TYPES][MDF_LJ_MAX_TYPES]; /* 24 ε σ^6 */

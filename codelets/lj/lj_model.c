@@ -88,6 +88,9 @@ mdf_status mdf_model_create_lj(const mdf_lj_config *cfg, mdf_model **out, mdf_er
     *out = NULL;
     if (cfg->nspecies < 1)
         return mdf_error_set(err, MDF_ERR_INVALID, "the Lennard-Jones model has no species: give at least one");
+    int32_t simd;
+    mdf_status st = mdf_lj_dense_simd_choose(&simd, err);
+    if (st != MDF_OK) return st;
     mdf_model *m = calloc(1, sizeof *m);
     mdf_lj_params *p = NULL;
     if (!m || posix_memalign((void **)&p, 64, sizeof *p)) {
@@ -96,6 +99,7 @@ mdf_status mdf_model_create_lj(const mdf_lj_config *cfg, mdf_model **out, mdf_er
     }
     memset(p, 0, sizeof *p);
     p->ntypes = cfg->nspecies;
+    p->dense_simd = simd;
     for (int z = 0; z <= MDF_LJ_MAX_Z; z++) p->type_of_z[z] = -1;
     double smin = INFINITY;
     for (int a = 0; a < cfg->nspecies; a++) {
