@@ -305,8 +305,14 @@ static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_sh
     if (!m->info) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for system %zu's keys", i);
     for (size_t k = 0; k < f->ninfo; k++) {
         if (strncmp(f->info[k].key, "mdf_", 4) == 0 || recomputed_key(f->info[k].key)) continue;
-        m->info[m->ninfo].key = strdup(f->info[k].key);
-        m->info[m->ninfo].value = strdup(f->info[k].value);
+        char *key = strdup(f->info[k].key), *value = strdup(f->info[k].value);
+        if (!key || !value) {
+            free(key);
+            free(value);
+            return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for system %zu's keys", i);
+        }
+        m->info[m->ninfo].key = key;
+        m->info[m->ninfo].value = value;
         m->ninfo++;
     }
     return MDF_OK;

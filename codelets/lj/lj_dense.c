@@ -204,10 +204,17 @@ mdf_status mdf_lj_dense_simd_choose(int32_t *out, mdf_error *err)
     }
     for (int s = MDF_LJ_SIMD_SCALAR; s <= MDF_LJ_SIMD_AVX512; s++) {
         if (strcmp(want, simd_names[s])) continue;
-        if (!mdf_lj_dense_simd_supported(s))
+        if (!mdf_lj_dense_simd_supported(s)) {
+            char have[64] = "";
+            for (int o = MDF_LJ_SIMD_AVX512; o >= MDF_LJ_SIMD_SCALAR; o--)
+                if (mdf_lj_dense_simd_supported(o)) {
+                    strcat(have, ", ");
+                    strcat(have, simd_names[o]);
+                }
             return mdf_error_set(err, MDF_ERR_INVALID,
-                                 "MDF_LJ_DENSE_SIMD=%s: this CPU (or build) has no %s; use auto, avx or scalar",
-                                 want, want);
+                                 "MDF_LJ_DENSE_SIMD=%s: this CPU (or build) cannot run %s; use auto%s", want, want,
+                                 have);
+        }
         *out = s;
         return MDF_OK;
     }
