@@ -24,7 +24,7 @@ DENSE_FN(dense_block)(const dense_soa *a, int32_t j, V xi, V yi, V zi, const dou
                       const V *k, int single, int virial, V *fxi, V *fyi, V *fzi, DENSE_FN(dense_acc) *acc)
 {
     const V dx = V_SUB(V_LOAD(a->x + j), xi), dy = V_SUB(V_LOAD(a->y + j), yi), dz = V_SUB(V_LOAD(a->z + j), zi);
-    V r2 = V_ADD(V_ADD(V_MUL(dx, dx), V_MUL(dy, dy)), V_MUL(dz, dz));
+    V r2 = V_FMA(dz, dz, V_FMA(dy, dy, V_MUL(dx, dx)));
     if (pen) r2 = V_ADD(r2, V_LOAD(pen));
     const M inside = V_LT(r2, single ? k[0] : V_LOAD(c->rc2 + j));
     const V r2inv = V_DIV(V_SET1(1.0), r2);
@@ -32,23 +32,24 @@ DENSE_FN(dense_block)(const dense_soa *a, int32_t j, V xi, V yi, V zi, const dou
     const V c1 = single ? k[1] : V_LOAD(c->c1 + j), c2 = single ? k[2] : V_LOAD(c->c2 + j);
     const V c3 = single ? k[3] : V_LOAD(c->c3 + j), c4 = single ? k[4] : V_LOAD(c->c4 + j);
     const V off = single ? k[5] : V_LOAD(c->off + j);
-    /* mdf_lj_pair's expressions, in its order. */
-    const V fpair = V_KEEP(V_MUL(V_MUL(r6inv, V_SUB(V_MUL(c1, r6inv), c2)), r2inv), inside);
-    acc->e = V_ADD(acc->e, V_KEEP(V_SUB(V_MUL(r6inv, V_SUB(V_MUL(c3, r6inv), c4)), off), inside));
-    const V gx = V_MUL(dx, fpair), gy = V_MUL(dy, fpair), gz = V_MUL(dz, fpair);
-    *fxi = V_SUB(*fxi, gx);
-    *fyi = V_SUB(*fyi, gy);
-    *fzi = V_SUB(*fzi, gz);
-    V_STORE(a->fx + j, V_ADD(V_LOAD(a->fx + j), gx));
-    V_STORE(a->fy + j, V_ADD(V_LOAD(a->fy + j), gy));
-    V_STORE(a->fz + j, V_ADD(V_LOAD(a->fz + j), gz));
+    /* mdf_lj_pair's expressions, with fused multiply-adds where there are
+     * some (every operation counts here: the loop is bound by them). */
+    const V fpair = V_KEEP(V_MUL(V_MUL(r6inv, V_FMS(c1, r6inv, c2)), r2inv), inside);
+    acc->e = V_ADD(acc->e, V_KEEP(V_FMS(r6inv, V_FMS(c3, r6inv, c4), off), inside));
+    *fxi = V_FNMA(dx, fpair, *fxi);
+    *fyi = V_FNMA(dy, fpair, *fyi);
+    *fzi = V_FNMA(dz, fpair, *fzi);
+    V_STORE(a->fx + j, V_FMA(dx, fpair, V_LOAD(a->fx + j)));
+    V_STORE(a->fy + j, V_FMA(dy, fpair, V_LOAD(a->fy + j)));
+    V_STORE(a->fz + j, V_FMA(dz, fpair, V_LOAD(a->fz + j)));
     if (virial) {
-        acc->xx = V_ADD(acc->xx, V_MUL(dx, gx));
-        acc->yy = V_ADD(acc->yy, V_MUL(dy, gy));
-        acc->zz = V_ADD(acc->zz, V_MUL(dz, gz));
-        acc->xy = V_ADD(acc->xy, V_MUL(dx, gy));
-        acc->xz = V_ADD(acc->xz, V_MUL(dx, gz));
-        acc->yz = V_ADD(acc->yz, V_MUL(dy, gz));
+        const V gx = V_MUL(dx, fpair), gy = V_MUL(dy, fpair), gz = V_MUL(dz, fpair);
+        acc->xx = V_FMA(dx, gx, acc->xx);
+        acc->yy = V_FMA(dy, gy, acc->yy);
+        acc->zz = V_FMA(dz, gz, acc->zz);
+        acc->xy = V_FMA(dx, gy, acc->xy);
+        acc->xz = V_FMA(dx, gz, acc->xz);
+        acc->yz = V_FMA(dy, gz, acc->yz);
     }
 }
 
