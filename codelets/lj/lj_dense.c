@@ -6,7 +6,7 @@
  * than following list entries: no gathers, no image shifts.
  *
  * The loop (lj_dense_simd.h) is written with explicit vectors, compiled for
- * AVX-512, AVX2 (with FMA) and plain C, and picked when the model is
+ * AVX-512, AVX2 (with FMA) and portable two-lane vectors, and picked when the model is
  * created (the best the CPU has, or MDF_LJ_DENSE_SIMD). It takes whole blocks of atoms with
  * no scalar remainder, and keeps the energy and virial in vector registers
  * across rows. Before, a compiler-vectorised loop over j > i spent half its
@@ -59,15 +59,41 @@ typedef struct dense_sums {
 #define DENSE_CAT(a, b) a##_##b
 #define DENSE_XCAT(a, b) DENSE_CAT(a, b)
 
-/* Plain C: one lane; every compiler and CPU. */
+/* Portable: two lanes of GCC/clang vector types, which every target runs
+ * natively (SSE2, NEON, ...); one lane with other compilers. */
+#if defined(__GNUC__)
+typedef double dense_v2 __attribute__((vector_size(16)));
+typedef int64_t dense_m2 __attribute__((vector_size(16)));
+static inline dense_v2 dense_load_v2(const double *p)
+{
+    dense_v2 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void dense_store_v2(double *p, dense_v2 v)
+{
+    memcpy(p, &v, sizeof v);
+}
+#define V dense_v2
+#define M dense_m2
+#define DENSE_W 2
+#define V_SET1(a) ((dense_v2){(a), (a)})
+#define V_LOAD(p) dense_load_v2(p)
+#define V_STORE(p, v) dense_store_v2((p), (v))
+#define V_KEEP(v, m) ((dense_v2)((dense_m2)(v) & (m)))
+#define V_SUM(v) ((v)[0] + (v)[1])
+#else
 #define V double
 #define M int
 #define DENSE_W 1
-#define DENSE_ISA scalar
-#define DENSE_TARGET
 #define V_SET1(a) (a)
 #define V_LOAD(p) (*(p))
 #define V_STORE(p, v) (*(p) = (v))
+#define V_KEEP(v, m) ((v) * (double)(m)) /* no branch */
+#define V_SUM(v) (v)
+#endif
+#define DENSE_ISA generic
+#define DENSE_TARGET
 #define V_ADD(a, b) ((a) + (b))
 #define V_SUB(a, b) ((a) - (b))
 #define V_MUL(a, b) ((a) * (b))
@@ -76,27 +102,7 @@ typedef struct dense_sums {
 #define V_FMS(a, b, c) ((a) * (b) - (c))
 #define V_FNMA(a, b, c) ((c) - (a) * (b))
 #define V_LT(a, b) ((a) < (b))
-#define V_KEEP(v, m) ((v) * (double)(m)) /* no branch */
-#define V_SUM(v) (v)
 #include "lj_dense_simd.h"
-#undef V
-#undef M
-#undef DENSE_W
-#undef DENSE_ISA
-#undef DENSE_TARGET
-#undef V_SET1
-#undef V_LOAD
-#undef V_STORE
-#undef V_ADD
-#undef V_SUB
-#undef V_MUL
-#undef V_DIV
-#undef V_FMA
-#undef V_FMS
-#undef V_FNMA
-#undef V_LT
-#undef V_KEEP
-#undef V_SUM
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define DENSE_X86 1
@@ -127,24 +133,6 @@ DENSE_TARGET static inline double dense_sum_avx2(__m256d v)
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 #include "lj_dense_simd.h"
-#undef V
-#undef M
-#undef DENSE_W
-#undef DENSE_ISA
-#undef DENSE_TARGET
-#undef V_SET1
-#undef V_LOAD
-#undef V_STORE
-#undef V_ADD
-#undef V_SUB
-#undef V_MUL
-#undef V_DIV
-#undef V_FMA
-#undef V_FMS
-#undef V_FNMA
-#undef V_LT
-#undef V_KEEP
-#undef V_SUM
 
 /* AVX-512: eight lanes, masks in mask registers. */
 #define V __m512d
@@ -166,35 +154,17 @@ DENSE_TARGET static inline double dense_sum_avx2(__m256d v)
 #define V_KEEP(v, m) _mm512_maskz_mov_pd((m), (v))
 #define V_SUM(v) _mm512_reduce_add_pd(v)
 #include "lj_dense_simd.h"
-#undef V
-#undef M
-#undef DENSE_W
-#undef DENSE_ISA
-#undef DENSE_TARGET
-#undef V_SET1
-#undef V_LOAD
-#undef V_STORE
-#undef V_ADD
-#undef V_SUB
-#undef V_MUL
-#undef V_DIV
-#undef V_FMA
-#undef V_FMS
-#undef V_FNMA
-#undef V_LT
-#undef V_KEEP
-#undef V_SUM
 #else
 #define DENSE_X86 0
 #endif
 
-static const char *const simd_names[] = {[MDF_LJ_SIMD_SCALAR] = "scalar", [MDF_LJ_SIMD_AVX2] = "avx2",
+static const char *const simd_names[] = {[MDF_LJ_SIMD_GENERIC] = "generic", [MDF_LJ_SIMD_AVX2] = "avx2",
                                          [MDF_LJ_SIMD_AVX512] = "avx512"};
 
 int mdf_lj_dense_simd_supported(int simd)
 {
     switch (simd) {
-    case MDF_LJ_SIMD_SCALAR: return 1;
+    case MDF_LJ_SIMD_GENERIC: return 1;
 #if DENSE_X86
     case MDF_LJ_SIMD_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case MDF_LJ_SIMD_AVX512: return __builtin_cpu_supports("avx512f");
@@ -212,19 +182,19 @@ mdf_status mdf_lj_dense_simd_choose(int32_t *out, mdf_error *err)
 {
     const char *want = getenv("MDF_LJ_DENSE_SIMD");
     if (!want || !*want || !strcmp(want, "auto")) {
-        *out = MDF_LJ_SIMD_SCALAR;
-        for (int s = MDF_LJ_SIMD_AVX512; s > MDF_LJ_SIMD_SCALAR; s--)
+        *out = MDF_LJ_SIMD_GENERIC;
+        for (int s = MDF_LJ_SIMD_AVX512; s > MDF_LJ_SIMD_GENERIC; s--)
             if (mdf_lj_dense_simd_supported(s)) {
                 *out = s;
                 break;
             }
         return MDF_OK;
     }
-    for (int s = MDF_LJ_SIMD_SCALAR; s <= MDF_LJ_SIMD_AVX512; s++) {
+    for (int s = MDF_LJ_SIMD_GENERIC; s <= MDF_LJ_SIMD_AVX512; s++) {
         if (strcmp(want, simd_names[s])) continue;
         if (!mdf_lj_dense_simd_supported(s)) {
             char have[64] = "";
-            for (int o = MDF_LJ_SIMD_AVX512; o >= MDF_LJ_SIMD_SCALAR; o--)
+            for (int o = MDF_LJ_SIMD_AVX512; o >= MDF_LJ_SIMD_GENERIC; o--)
                 if (mdf_lj_dense_simd_supported(o)) {
                     strcat(have, ", ");
                     strcat(have, simd_names[o]);
@@ -236,7 +206,7 @@ mdf_status mdf_lj_dense_simd_choose(int32_t *out, mdf_error *err)
         *out = s;
         return MDF_OK;
     }
-    return mdf_error_set(err, MDF_ERR_INVALID, "MDF_LJ_DENSE_SIMD=%s is not one of auto, avx512, avx2, scalar",
+    return mdf_error_set(err, MDF_ERR_INVALID, "MDF_LJ_DENSE_SIMD=%s is not one of auto, avx512, avx2, generic",
                          want);
 }
 
@@ -331,7 +301,7 @@ void mdf_lj_dense_system(const double *pos, double *f, const mdf_atom_info *atom
     case MDF_LJ_SIMD_AVX512: dense_run_avx512(&a, p, virial, &sums); break;
     case MDF_LJ_SIMD_AVX2: dense_run_avx2(&a, p, virial, &sums); break;
 #endif
-    default: dense_run_scalar(&a, p, virial, &sums); break;
+    default: dense_run_generic(&a, p, virial, &sums); break;
     }
     for (int32_t i = 0; i < n; i++) {
         f[3 * (a0 + i)] += a.fx[i];

@@ -18,11 +18,11 @@
 #define MDF_LJ_DENSE_PAIR_RATIO 12
 
 /* Instruction sets of the all-pairs loop (mdf_lj_params.dense_simd). */
-enum { MDF_LJ_SIMD_SCALAR = 0, MDF_LJ_SIMD_AVX2 = 1, MDF_LJ_SIMD_AVX512 = 2 };
+enum { MDF_LJ_SIMD_GENERIC = 0, MDF_LJ_SIMD_AVX2 = 1, MDF_LJ_SIMD_AVX512 = 2 };
 
 /* The set a new model uses: the widest this CPU runs, unless the
  * environment variable MDF_LJ_DENSE_SIMD names one (auto, avx512, avx2,
- * scalar: to compare them, or to test each). An unknown name, or a set the
+ * generic: to compare them, or to test each). An unknown name, or a set the
  * CPU lacks, is an error. */
 mdf_status mdf_lj_dense_simd_choose(int32_t *out, mdf_error *err);
 int mdf_lj_dense_simd_supported(int simd);

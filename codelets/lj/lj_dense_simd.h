@@ -96,3 +96,22 @@ DENSE_TARGET static void DENSE_FN(dense_run)(const dense_soa *a, const mdf_lj_pa
 }
 
 #undef DENSE_FN
+/* The parameters are used up: the next instruction set defines its own. */
+#undef V
+#undef M
+#undef DENSE_W
+#undef DENSE_ISA
+#undef DENSE_TARGET
+#undef V_SET1
+#undef V_LOAD
+#undef V_STORE
+#undef V_ADD
+#undef V_SUB
+#undef V_MUL
+#undef V_DIV
+#undef V_FMA
+#undef V_FMS
+#undef V_FNMA
+#undef V_LT
+#undef V_KEEP
+#undef V_SUM
