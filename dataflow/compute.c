@@ -276,17 +276,15 @@ static mdf_status submitted(int ret, const char *what, int shard, mdf_error *err
                          shard, ret);
 }
 
-mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
+/* One evaluation of shard k's systems with a status in [lo, hi]. */
+static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo, int32_t hi, mdf_error *err)
 {
     const mdf_shard *sh = &c->b->shards[k];
     shard_ws *w = &c->ws[k];
-    /* One evaluation per call on the last shard, even an empty one (a
-     * refill can leave it without systems). */
-    if (k == c->b->nshards - 1) c->evaluations++;
     if (w->nchunks == 0) return MDF_OK;
     mdf_nl_bin_args bin = {.work = sh->natoms, .r_list = c->r_list,
                            .half_skin2 = 0.25 * c->cfg.skin * c->cfg.skin, .nsys = sh->nsys,
-                           .status_lo = c->cfg.status_lo, .status_hi = c->cfg.status_hi,
+                           .status_lo = lo, .status_hi = hi,
                            .all_pairs_atoms = c->all_pairs_atoms, .all_pairs_small = c->all_pairs_small,
                            .all_pairs_volume = c->all_pairs_volume};
     mdf_status st = MDF_OK;
@@ -310,7 +308,7 @@ mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
         mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
                             .bins = w->bins, .forces = split ? w->fparts[q] : sh->force,
                             .results = split ? w->rparts[q] : sh->res, .chunk = w->chunks[q],
-                            .flags = flags, .status_lo = c->cfg.status_lo, .status_hi = c->cfg.status_hi};
+                            .flags = flags, .status_lo = lo, .status_hi = hi};
         st = submitted(c->m->ops->insert(c->m, &t), "the model", k, err);
     }
     if (st == MDF_OK && split) {
@@ -320,6 +318,19 @@ mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
         st = submitted(mdf_insert_reduce(w->fparts, w->rparts, sh->force, sh->res, &r), "the chunk sum", k, err);
     }
     return st;
+}
+
+mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
+{
+    /* One evaluation per call on the last shard, even an empty one (a
+     * refill can leave it without systems). */
+    if (k == c->b->nshards - 1) c->evaluations++;
+    return submit_evaluation(c, k, flags, c->cfg.status_lo, c->cfg.status_hi, err);
+}
+
+mdf_status mdf_compute_submit_status(mdf_compute *c, int k, int flags, int32_t lo, int32_t hi, mdf_error *err)
+{
+    return submit_evaluation(c, k, flags, lo, hi, err);
 }
 
 /* ---- statistics --------------------------------------------------------- */

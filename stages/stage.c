@@ -591,6 +591,25 @@ static mdf_status create_compute(stage_run *r, mdf_error *err)
     return mdf_compute_create(r->b, r->m, &cc, &r->c, err);
 }
 
+/* Steps compute the virial only when something asks for it, so a system
+ * that reached the exit status on another step carries a stale one. Before
+ * such systems are handed out (at a refill) or the run ends, with every
+ * task done, one more evaluation of just them (status = exit) on the run's
+ * pipeline computes it. Their positions and lists have not changed since
+ * their last evaluation, so forces and energy come out the same, and the
+ * others keep theirs. It costs one evaluation per system that leaves, and
+ * is not counted among the steps' evaluations. */
+static mdf_status evaluate_exited(stage_run *r, mdf_error *err)
+{
+    if (!r->c) return MDF_OK;
+    int32_t exit = mdf_stage_exit_status(r->s);
+    mdf_status st = MDF_OK;
+    for (int k = 0; st == MDF_OK && k < r->b->nshards; k++)
+        st = mdf_compute_submit_status(r->c, k, MDF_COMPUTE_VIRIAL, exit, exit, err);
+    starpu_task_wait_for_all();
+    return st;
+}
+
 static mdf_status restore_run(stage_run *r, const mdf_ckpt *ck, mdf_error *err);
 
 static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model *m, const mdf_ckpt *resume,
@@ -769,7 +788,8 @@ static mdf_status refill_now(stage_run *r, int64_t step, int *took_step, mdf_err
     *took_step = 0;
     starpu_task_wait_for_all();
     size_t added = 0, removed = 0;
-    mdf_status st = mdf_inflight_refill(r->in, r->b, r->lo, r->hi, &added, &removed, err);
+    mdf_status st = evaluate_exited(r, err);
+    if (st == MDF_OK) st = mdf_inflight_refill(r->in, r->b, r->lo, r->hi, &added, &removed, err);
     /* The pipeline's chunks follow the systems: rebuild it when some came or
      * went. A refill that changed nothing keeps it (and its lists), so that
      * whether a refill happened leaves no trace in the trajectories. */
@@ -1150,6 +1170,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     }
     int64_t steps_done = step - 1;
     starpu_task_wait_for_all();
+    if (st == MDF_OK && !r.ctl.stop) st = evaluate_exited(&r, err);
     double wall = now_seconds() - t0;
     mdf_status sync = mdf_batch_sync(b, st == MDF_OK ? err : NULL);
     if (st == MDF_OK) st = sync;

@@ -228,6 +228,10 @@ static int on_exit_cb(void *user, const mdf_frame *f, const mdf_system_view *v)
     fin->out_after[v->id] = fin->last_step;
     pthread_mutex_unlock(&fin->lock);
     memcpy(fin->pos[v->id], f->positions, sizeof(double) * 3 * (size_t)f->natoms);
+    /* Handed out with the virial of its final positions (one more
+     * evaluation at the refill or the end: systems leave between the steps
+     * that compute it). */
+    assert_true(tu_frame_virial_is_current(f, (long long)v->id));
     return 0;
 }
 

@@ -285,3 +285,27 @@ int tu_have_cuda_worker(void)
     tu_stop();
     return ncuda > 0;
 }
+
+int tu_frame_virial_is_current(const mdf_frame *f, long long sys)
+{
+    const char *v = mdf_frame_get_info(f, "virial");
+    if (!v) return 0;
+    double w[9];
+    char *end = NULL;
+    for (int k = 0; k < 9; k++, v = end) {
+        w[k] = strtod(v, &end);
+        assert_true(end != v);
+    }
+    for (int a = 0; a < 3; a++)
+        for (int c = 0; c < 3; c++) {
+            double ref = 0.0, scale = 0.0;
+            for (int64_t i = 0; i < f->natoms; i++) {
+                ref += f->positions[3 * i + a] * f->forces[3 * i + c];
+                scale += fabs(f->positions[3 * i + a] * f->forces[3 * i + c]);
+            }
+            if (fabs(w[3 * a + c] - ref) > 1e-9 * scale + 1e-12)
+                fail_msg("system %lld: virial[%d][%d] = %.12g, sum r x F at its positions = %.12g", sys, a, c,
+                         w[3 * a + c], ref);
+        }
+    return 1;
+}

@@ -70,6 +70,12 @@ const char *tu_srcdir(void);
 /* Relative difference |a-b| / max(|a|,|b|, floor). */
 double tu_reldiff(double a, double b, double floor);
 
+/* For an open cluster W = Σ_pairs (r_i - r_j) ⊗ f_ij = Σ_i r_i ⊗ F_i (theory):
+ * a frame's "virial" key is checked against its own positions and forces.
+ * Returns whether the frame has one; fails (naming system `sys`) if it is
+ * not that of them. */
+int tu_frame_virial_is_current(const mdf_frame *f, long long sys);
+
 /* Calls fn(args..., &err) and fails the test with the error's message. */
 #define TU_CALL(fn, ...)                                                                               \
     do {                                                                                               \

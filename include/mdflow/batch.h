@@ -70,7 +70,9 @@ mdf_status mdf_batch_sync(mdf_batch *b, mdf_error *err);
  * positions, velocities, forces, masses, numbers, cell, pbc, energy and
  * info keys "mdf_system_id", "mdf_step", "mdf_status", "kinetic_energy",
  * and "virial" when the last evaluation computed it (virial_fresh below;
- * the frame's own "virial" and "stress" keys are never carried over). */
+ * a stage run gives it to every system that reached its exit status, at
+ * refills and at the end; the frame's own "virial" and "stress" keys are
+ * never carried over). */
 mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out,
                                mdf_error *err);
 
