@@ -14,7 +14,11 @@
 /* ...and otherwise when all pairs number at most this many times the pairs
  * in its half list. Measured on one core (AMD EPYC, AVX-512): argon clusters
  * of 147, 400 and 1000 atoms (all/list pairs 3.1, 7.0, 15.5) ran 2.2x, 1.8x
- * and 1.0x as fast on this path. */
+ * and 1.0x as fast on this path, with the compiler-vectorised loop of
+ * commit d21469f. The explicit-vector loop since is 1.8x faster per pair
+ * on the pipeline benchmark's clusters (AVX-512: 1.15 -> 0.64 ns), so the
+ * break-even ratio is higher now and this bound errs towards the list (not
+ * measured again). */
 #define MDF_LJ_DENSE_PAIR_RATIO 12
 
 /* Instruction sets of the all-pairs loop (mdf_lj_params.dense_simd). */
