@@ -4,7 +4,8 @@
 # writes every system in input order with status 2; a single stage; --check;
 # max_steps too small still writes every id; each kind of error names the
 # workflow file and the right line and exits 2; a system larger than the
-# sampler's budget is named; the built-in default finishes within 60 s.
+# sampler's budget is named; the built-in default finishes within 60 s and
+# its final frames' virials match ASE's.
 #
 # Run by automake's harness from the build tree with MDF_TEST_SRCDIR and
 # MDF_TEST_BUILDDIR set; also runs by hand from a build directory.
@@ -13,8 +14,9 @@
 set -u
 
 HARNESS_NAME=mdflow-wf
+MDF_TEST_SRCDIR_=${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 # shellcheck source=tests/cli_harness.sh
-. "${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}/tests/cli_harness.sh"
+. "$MDF_TEST_SRCDIR_/tests/cli_harness.sh"
 
 # expect_error NAME WANT_STATUS FRAGMENT...: the exit status (or "nonzero": any
 # failure but a crash) and one "mdflow: <kind>: <message>" line holding every fragment.
@@ -248,6 +250,18 @@ else
     fail "mdflow run (built-in default): exit 0, 256 finished, relax_md.xyz in input order" \
         "exit status $rc; frames $nframes; ids out of order $ids"
     show stdout "$T/stdout"; show stderr "$T/stderr"
+fi
+# Every final frame carries the virial of its own positions (systems leave
+# between the steps that compute it: one more evaluation gives it), checked
+# against ASE's Lennard-Jones (the default's model: argon, 8.5 Å cutoff).
+PY=${MDF_PYTHON:-/usr/bin/python3}
+if [ "$rc" -ne 0 ]; then :
+elif ! "$PY" -c 'import ase, numpy' 2>/dev/null; then
+    pass "final virials against ASE: skipped ($PY has no ASE; install python3-ase)"
+else
+    if check=$("$PY" "$MDF_TEST_SRCDIR_/tests/virial_ase_check.py" relax_md.xyz 0.0104 3.40 8.5 2>&1); then
+        pass "final virials of the default run against ASE: $(echo "$check" | tail -n 1)"
+    else fail "final virials of the default run against ASE" "$(echo "$check" | tail -n 5)"; fi
 fi
 # The default asks for no log: no per-stage log file may appear (it once
 # wrote ".relax" and ".md", the stage names on an empty path).
