@@ -276,8 +276,11 @@ static mdf_status submitted(int ret, const char *what, int shard, mdf_error *err
                          shard, ret);
 }
 
-/* One evaluation of shard k's systems with a status in [lo, hi]. */
-static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo, int32_t hi, mdf_error *err)
+/* One evaluation of shard k's systems with a status in [lo, hi]. With one
+ * chunk, the model writes `force` and `res` (the shard's own arrays, or
+ * scratch of their shape). */
+static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo, int32_t hi,
+                                    starpu_data_handle_t force, starpu_data_handle_t res, mdf_error *err)
 {
     const mdf_shard *sh = &c->b->shards[k];
     shard_ws *w = &c->ws[k];
@@ -306,8 +309,8 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
     int split = w->nchunks > 1;
     for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
         mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
-                            .bins = w->bins, .forces = split ? w->fparts[q] : sh->force,
-                            .results = split ? w->rparts[q] : sh->res, .chunk = w->chunks[q],
+                            .bins = w->bins, .forces = split ? w->fparts[q] : force,
+                            .results = split ? w->rparts[q] : res, .chunk = w->chunks[q],
                             .flags = flags, .status_lo = lo, .status_hi = hi};
         st = submitted(c->m->ops->insert(c->m, &t), "the model", k, err);
     }
@@ -325,12 +328,103 @@ mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err)
     /* One evaluation per call on the last shard, even an empty one (a
      * refill can leave it without systems). */
     if (k == c->b->nshards - 1) c->evaluations++;
-    return submit_evaluation(c, k, flags, c->cfg.status_lo, c->cfg.status_hi, err);
+    const mdf_shard *sh = &c->b->shards[k];
+    return submit_evaluation(c, k, flags, c->cfg.status_lo, c->cfg.status_hi, sh->force, sh->res, err);
 }
 
-mdf_status mdf_compute_submit_status(mdf_compute *c, int k, int flags, int32_t lo, int32_t hi, mdf_error *err)
+/* ---- virials of the systems at one status -------------------------------- */
+
+/* Systems of shard k at `status` (its statuses acquired on the host). */
+static int32_t shard_count_status(const mdf_batch *b, int k, int32_t status)
 {
-    return submit_evaluation(c, k, flags, lo, hi, err);
+    const mdf_shard *sh = &b->shards[k];
+    int32_t n = 0;
+    if (sh->nsys == 0 || starpu_data_acquire(sh->sys, STARPU_R) != 0) return sh->nsys;
+    for (int32_t s = 0; s < sh->nsys; s++) n += b->sys[sh->sys_off + s].status == status;
+    starpu_data_release(sh->sys);
+    return n;
+}
+
+/* Copies the virials of shard k's systems at `status` from the scratch
+ * results into the shard's. */
+static mdf_status copy_virials(mdf_batch *b, int k, int32_t status, starpu_data_handle_t scratch,
+                               const mdf_sys_result *tmp, mdf_error *err)
+{
+    const mdf_shard *sh = &b->shards[k];
+    if (starpu_data_acquire(scratch, STARPU_R) != 0) goto fail;
+    if (starpu_data_acquire(sh->sys, STARPU_R) != 0) {
+        starpu_data_release(scratch);
+        goto fail;
+    }
+    if (starpu_data_acquire(sh->res, STARPU_RW) != 0) {
+        starpu_data_release(sh->sys);
+        starpu_data_release(scratch);
+        goto fail;
+    }
+    for (int32_t s = 0; s < sh->nsys; s++) {
+        if (b->sys[sh->sys_off + s].status != status) continue;
+        mdf_sys_result *r = &b->res[sh->sys_off + s];
+        memcpy(r->virial, tmp[s].virial, sizeof r->virial);
+        r->virial_fresh = tmp[s].virial_fresh;
+    }
+    starpu_data_release(sh->res);
+    starpu_data_release(sh->sys);
+    starpu_data_release(scratch);
+    return MDF_OK;
+fail:
+    return mdf_error_set(err, MDF_ERR_STARPU, "could not read back the virials of shard %d", k);
+}
+
+mdf_status mdf_compute_refresh_virials(mdf_batch *b, mdf_model *m, double skin, int32_t status, mdf_error *err)
+{
+    int any = 0;
+    for (int k = 0; k < b->nshards; k++) any |= shard_count_status(b, k, status) > 0;
+    if (!any) return MDF_OK;
+    mdf_compute_config cc;
+    mdf_compute_config_init(&cc);
+    cc.skin = skin;
+    cc.chunk_atoms = INT32_MAX; /* one chunk per shard: no chunk sum, which rewrites every system */
+    cc.status_lo = cc.status_hi = status;
+    mdf_compute *c = NULL;
+    mdf_status st = mdf_compute_create(b, m, &cc, &c, err);
+    if (st != MDF_OK) return st;
+    int n = b->nshards;
+    double **fmem = calloc((size_t)n, sizeof *fmem);
+    mdf_sys_result **rmem = calloc((size_t)n, sizeof *rmem);
+    starpu_data_handle_t *fh = calloc((size_t)n, sizeof *fh), *rh = calloc((size_t)n, sizeof *rh);
+    if (!fmem || !rmem || !fh || !rh) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to refresh virials");
+    for (int k = 0; st == MDF_OK && k < n; k++) {
+        const mdf_shard *sh = &b->shards[k];
+        if (c->ws[k].nchunks == 0) continue;
+        fmem[k] = aligned_zero(sizeof(double) * 3 * (size_t)sh->atom_cap);
+        rmem[k] = aligned_zero(sizeof(mdf_sys_result) * (size_t)sh->sys_cap);
+        if (!fmem[k] || !rmem[k]) {
+            st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to refresh the virials of shard %d", k);
+            break;
+        }
+        starpu_vector_data_register(&fh[k], STARPU_MAIN_RAM, (uintptr_t)fmem[k], 3 * (uint32_t)sh->atom_cap,
+                                    sizeof(double));
+        starpu_vector_data_register(&rh[k], STARPU_MAIN_RAM, (uintptr_t)rmem[k], (uint32_t)sh->sys_cap,
+                                    sizeof(mdf_sys_result));
+        st = submit_evaluation(c, k, MDF_COMPUTE_VIRIAL, status, status, fh[k], rh[k], err);
+    }
+    starpu_task_wait_for_all();
+    for (int k = 0; st == MDF_OK && k < n; k++)
+        if (rh[k]) st = copy_virials(b, k, status, rh[k], rmem[k], err);
+    for (int k = 0; k < n && fh && rh; k++) {
+        if (fh[k]) starpu_data_unregister(fh[k]);
+        if (rh[k]) starpu_data_unregister(rh[k]);
+    }
+    for (int k = 0; k < n && fmem && rmem; k++) {
+        free(fmem[k]);
+        free(rmem[k]);
+    }
+    free(fmem);
+    free(rmem);
+    free(fh);
+    free(rh);
+    mdf_compute_destroy(c);
+    return st;
 }
 
 /* ---- statistics --------------------------------------------------------- */

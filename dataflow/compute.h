@@ -30,12 +30,13 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
 void mdf_compute_destroy(mdf_compute *c);
 /* Submits one model evaluation of shard k; flags: MDF_COMPUTE_*. */
 mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err);
-/* One evaluation of shard k's systems with a status in [lo, hi] instead of
- * the configured range, not counted among the evaluations. Systems outside
- * it keep their lists, and their forces and results: the chunk sum adds
- * their parts of the previous evaluation again, so call it only when no
- * position has moved since that one (nothing submitted in between). */
-mdf_status mdf_compute_submit_status(mdf_compute *c, int k, int flags, int32_t lo, int32_t hi, mdf_error *err);
+/* The virial of every system at `status`, evaluated now at its positions
+ * (after every submitted task is done; waits for its own): a model
+ * evaluation of just those systems on a pipeline of its own, into scratch,
+ * of which only the virials (and virial_fresh) are copied into the batch.
+ * No force, energy or list of any system changes, hooks' changes to forces
+ * included. For systems that left a run on a step without the virial. */
+mdf_status mdf_compute_refresh_virials(mdf_batch *b, mdf_model *m, double skin, int32_t status, mdf_error *err);
 /* Model evaluations submitted so far (per shard, identical across shards). */
 int64_t mdf_compute_evaluations(const mdf_compute *c);
 

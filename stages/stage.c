@@ -594,20 +594,13 @@ static mdf_status create_compute(stage_run *r, mdf_error *err)
 /* Steps compute the virial only when something asks for it, so a system
  * that reached the exit status on another step carries a stale one. Before
  * such systems are handed out (at a refill) or the run ends, with every
- * task done, one more evaluation of just them (status = exit) on the run's
- * pipeline computes it. Their positions and lists have not changed since
- * their last evaluation, so forces and energy come out the same, and the
- * others keep theirs. It costs one evaluation per system that leaves, and
- * is not counted among the steps' evaluations. */
+ * task done, one more evaluation of just them gives it
+ * (mdf_compute_refresh_virials: its own pipeline and scratch arrays, so no
+ * force or energy changes). It costs one evaluation per system that
+ * leaves, and is not counted among the steps' evaluations. */
 static mdf_status evaluate_exited(stage_run *r, mdf_error *err)
 {
-    if (!r->c) return MDF_OK;
-    int32_t exit = mdf_stage_exit_status(r->s);
-    mdf_status st = MDF_OK;
-    for (int k = 0; st == MDF_OK && k < r->b->nshards; k++)
-        st = mdf_compute_submit_status(r->c, k, MDF_COMPUTE_VIRIAL, exit, exit, err);
-    starpu_task_wait_for_all();
-    return st;
+    return mdf_compute_refresh_virials(r->b, r->m, r->s->parts[0].cfg.skin, mdf_stage_exit_status(r->s), err);
 }
 
 static mdf_status restore_run(stage_run *r, const mdf_ckpt *ck, mdf_error *err);
