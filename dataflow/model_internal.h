@@ -40,6 +40,9 @@ struct mdf_model {
     double all_pairs_ratio;       /* ...else when all pairs are at most this
                                    * many times the pairs within the list radius */
     int known_z[128];             /* 1 where the model has the element */
+    /* Bytes of the parameters that checkpoints' fingerprints leave out: a
+     * machine setting, not physics (the LJ model's CPU instruction set). */
+    size_t fingerprint_skip_off, fingerprint_skip_len;
 };
 
 #endif

@@ -904,8 +904,18 @@ static uint64_t model_hash(const mdf_model *m)
     h = mdf_hash_f64(h, m->density_hint);
     h = mdf_hash(h, m->known_z, sizeof m->known_z);
     if (m->params && starpu_data_acquire(m->params, STARPU_R) == 0) {
-        const void *p = (const void *)starpu_data_get_local_ptr(m->params);
-        if (p) h = mdf_hash(h, p, starpu_data_get_size(m->params));
+        const unsigned char *p = (const unsigned char *)starpu_data_get_local_ptr(m->params);
+        size_t n = starpu_data_get_size(m->params), skip = m->fingerprint_skip_off;
+        size_t rest = skip + m->fingerprint_skip_len;
+        if (p && rest <= n) {
+            /* Zeros in place of the machine setting: the hash is that of
+             * parameters laid out before it existed (zeroed padding). */
+            static const unsigned char zeros[16];
+            h = mdf_hash(h, p, skip);
+            for (size_t z = skip; z < rest; z += sizeof zeros)
+                h = mdf_hash(h, zeros, rest - z < sizeof zeros ? rest - z : sizeof zeros);
+            h = mdf_hash(h, p + rest, n - rest);
+        } else if (p) h = mdf_hash(h, p, n);
         starpu_data_release(m->params);
     }
     return h;

@@ -56,6 +56,13 @@ typedef struct dense_sums {
     double e, w[6];
 } dense_sums;
 
+/* The loop's pieces are inlined into each specialised caller. */
+#if defined(__GNUC__)
+#define DENSE_INLINE static inline __attribute__((always_inline))
+#else
+#define DENSE_INLINE static inline
+#endif
+
 #define DENSE_CAT(a, b) a##_##b
 #define DENSE_XCAT(a, b) DENSE_CAT(a, b)
 

@@ -19,7 +19,7 @@ typedef struct DENSE_FN(dense_acc) {
 
 /* Pairs (i, j .. j + DENSE_W - 1). pen: the first block's r² penalties, or
  * NULL; k: the single species' rc², c1..c4, offset as vectors. */
-DENSE_TARGET static inline __attribute__((always_inline)) void
+DENSE_TARGET DENSE_INLINE void
 DENSE_FN(dense_block)(const dense_soa *a, int32_t j, V xi, V yi, V zi, const double *pen, const dense_coef *c,
                       const V *k, int single, int virial, V *fxi, V *fyi, V *fzi, DENSE_FN(dense_acc) *acc)
 {
@@ -55,7 +55,7 @@ DENSE_FN(dense_block)(const dense_soa *a, int32_t j, V xi, V yi, V zi, const dou
 
 /* Every pair of system a. `single` and `virial` are constants at each of
  * the four callers below, so each gets its own specialised loop. */
-DENSE_TARGET static inline __attribute__((always_inline)) void
+DENSE_TARGET DENSE_INLINE void
 DENSE_FN(dense_pairs)(const dense_soa *soa, const mdf_lj_params *p, int single, int virial, dense_sums *out)
 {
     /* A local copy: stores through the force arrays cannot alias it, so the

@@ -1,6 +1,7 @@
 /* mdflow — the Lennard-Jones model object: parameters, validation, and the
  * hook into the compute pipeline. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lj_codelet.h"
@@ -124,6 +125,10 @@ mdf_status mdf_model_create_lj(const mdf_lj_config *cfg, mdf_model **out, mdf_er
     m->all_pairs_small = MDF_LJ_DENSE_ALWAYS_ATOMS;
     m->all_pairs_ratio = MDF_LJ_DENSE_PAIR_RATIO;
     m->impl = p;
+    /* Resuming on another CPU (or with another MDF_LJ_DENSE_SIMD) is the
+     * same model: results differ by round-off only. */
+    m->fingerprint_skip_off = offsetof(mdf_lj_params, dense_simd);
+    m->fingerprint_skip_len = sizeof p->dense_simd;
     starpu_vector_data_register(&m->params, STARPU_MAIN_RAM, (uintptr_t)p, 1, sizeof *p);
     starpu_data_set_name(m->params, "lj_params");
     *out = m;
