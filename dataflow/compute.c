@@ -146,7 +146,7 @@ static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws 
     int32_t target = c->cfg.chunk_atoms, group = c->group_atoms;
     do {
         w->nchunks = sh->nsys ? plan_chunks(sys, sh->nsys, target, group, w->chunks) : 0;
-        target *= 2;
+        target = target > INT32_MAX / 2 ? INT32_MAX : 2 * target;
         group = group > INT32_MAX / 2 ? INT32_MAX : 2 * group;
     } while (w->nchunks > MDF_REDUCE_MAX_CHUNKS);
     size_t bytes = mdf_nl_bins_bytes(sh->atom_cap, sh->sys_cap);
