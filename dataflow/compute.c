@@ -375,6 +375,34 @@ fail:
     return mdf_error_set(err, MDF_ERR_STARPU, "could not read back the virials of shard %d", k);
 }
 
+/* Scratch force and result arrays of one shard, in the shard's shape. */
+typedef struct shard_scratch {
+    double *force;
+    mdf_sys_result *res;
+    starpu_data_handle_t force_h, res_h;
+} shard_scratch;
+
+static mdf_status scratch_create(const mdf_shard *sh, shard_scratch *s, mdf_error *err)
+{
+    s->force = aligned_zero(sizeof(double) * 3 * (size_t)sh->atom_cap);
+    s->res = aligned_zero(sizeof(mdf_sys_result) * (size_t)sh->sys_cap);
+    if (!s->force || !s->res)
+        return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to refresh the virials of shard %d", sh->index);
+    starpu_vector_data_register(&s->force_h, STARPU_MAIN_RAM, (uintptr_t)s->force, 3 * (uint32_t)sh->atom_cap,
+                                sizeof(double));
+    starpu_vector_data_register(&s->res_h, STARPU_MAIN_RAM, (uintptr_t)s->res, (uint32_t)sh->sys_cap,
+                                sizeof(mdf_sys_result));
+    return MDF_OK;
+}
+
+static void scratch_destroy(shard_scratch *s)
+{
+    if (s->force_h) starpu_data_unregister(s->force_h);
+    if (s->res_h) starpu_data_unregister(s->res_h);
+    free(s->force);
+    free(s->res);
+}
+
 mdf_status mdf_compute_refresh_virials(mdf_batch *b, mdf_model *m, double skin, int32_t status, mdf_error *err)
 {
     int any = 0;
@@ -388,41 +416,19 @@ mdf_status mdf_compute_refresh_virials(mdf_batch *b, mdf_model *m, double skin, 
     mdf_compute *c = NULL;
     mdf_status st = mdf_compute_create(b, m, &cc, &c, err);
     if (st != MDF_OK) return st;
-    int n = b->nshards;
-    double **fmem = calloc((size_t)n, sizeof *fmem);
-    mdf_sys_result **rmem = calloc((size_t)n, sizeof *rmem);
-    starpu_data_handle_t *fh = calloc((size_t)n, sizeof *fh), *rh = calloc((size_t)n, sizeof *rh);
-    if (!fmem || !rmem || !fh || !rh) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to refresh virials");
-    for (int k = 0; st == MDF_OK && k < n; k++) {
-        const mdf_shard *sh = &b->shards[k];
+    shard_scratch *sc = calloc((size_t)b->nshards, sizeof *sc);
+    if (!sc) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to refresh virials");
+    for (int k = 0; st == MDF_OK && k < b->nshards; k++) {
         if (c->ws[k].nchunks == 0) continue;
-        fmem[k] = aligned_zero(sizeof(double) * 3 * (size_t)sh->atom_cap);
-        rmem[k] = aligned_zero(sizeof(mdf_sys_result) * (size_t)sh->sys_cap);
-        if (!fmem[k] || !rmem[k]) {
-            st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to refresh the virials of shard %d", k);
-            break;
-        }
-        starpu_vector_data_register(&fh[k], STARPU_MAIN_RAM, (uintptr_t)fmem[k], 3 * (uint32_t)sh->atom_cap,
-                                    sizeof(double));
-        starpu_vector_data_register(&rh[k], STARPU_MAIN_RAM, (uintptr_t)rmem[k], (uint32_t)sh->sys_cap,
-                                    sizeof(mdf_sys_result));
-        st = submit_evaluation(c, k, MDF_COMPUTE_VIRIAL, status, status, fh[k], rh[k], err);
+        st = scratch_create(&b->shards[k], &sc[k], err);
+        if (st == MDF_OK)
+            st = submit_evaluation(c, k, MDF_COMPUTE_VIRIAL, status, status, sc[k].force_h, sc[k].res_h, err);
     }
     starpu_task_wait_for_all();
-    for (int k = 0; st == MDF_OK && k < n; k++)
-        if (rh[k]) st = copy_virials(b, k, status, rh[k], rmem[k], err);
-    for (int k = 0; k < n && fh && rh; k++) {
-        if (fh[k]) starpu_data_unregister(fh[k]);
-        if (rh[k]) starpu_data_unregister(rh[k]);
-    }
-    for (int k = 0; k < n && fmem && rmem; k++) {
-        free(fmem[k]);
-        free(rmem[k]);
-    }
-    free(fmem);
-    free(rmem);
-    free(fh);
-    free(rh);
+    for (int k = 0; st == MDF_OK && k < b->nshards; k++)
+        if (sc[k].res_h) st = copy_virials(b, k, status, sc[k].res_h, sc[k].res, err);
+    for (int k = 0; sc && k < b->nshards; k++) scratch_destroy(&sc[k]);
+    free(sc);
     mdf_compute_destroy(c);
     return st;
 }

@@ -910,10 +910,9 @@ static uint64_t model_hash(const mdf_model *m)
         if (p && rest <= n) {
             /* Zeros in place of the machine setting: the hash is that of
              * parameters laid out before it existed (zeroed padding). */
-            static const unsigned char zeros[16];
+            static const unsigned char zero = 0;
             h = mdf_hash(h, p, skip);
-            for (size_t z = skip; z < rest; z += sizeof zeros)
-                h = mdf_hash(h, zeros, rest - z < sizeof zeros ? rest - z : sizeof zeros);
+            for (size_t z = skip; z < rest; z++) h = mdf_hash(h, &zero, 1);
             h = mdf_hash(h, p + rest, n - rest);
         } else if (p) h = mdf_hash(h, p, n);
         starpu_data_release(m->params);

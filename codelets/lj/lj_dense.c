@@ -168,7 +168,8 @@ DENSE_TARGET static inline double dense_sum_avx2(__m256d v)
 static const char *const simd_names[] = {[MDF_LJ_SIMD_GENERIC] = "generic", [MDF_LJ_SIMD_AVX2] = "avx2",
                                          [MDF_LJ_SIMD_AVX512] = "avx512"};
 
-int mdf_lj_dense_simd_supported(int simd)
+/* Whether this CPU (and build) runs instruction set `simd`. */
+static int simd_supported(int simd)
 {
     switch (simd) {
     case MDF_LJ_SIMD_GENERIC: return 1;
@@ -180,18 +181,13 @@ int mdf_lj_dense_simd_supported(int simd)
     }
 }
 
-const char *mdf_lj_dense_simd_name(int simd)
-{
-    return simd >= 0 && simd <= MDF_LJ_SIMD_AVX512 ? simd_names[simd] : "?";
-}
-
 mdf_status mdf_lj_dense_simd_choose(int32_t *out, mdf_error *err)
 {
     const char *want = getenv("MDF_LJ_DENSE_SIMD");
     if (!want || !*want || !strcmp(want, "auto")) {
         *out = MDF_LJ_SIMD_GENERIC;
         for (int s = MDF_LJ_SIMD_AVX512; s > MDF_LJ_SIMD_GENERIC; s--)
-            if (mdf_lj_dense_simd_supported(s)) {
+            if (simd_supported(s)) {
                 *out = s;
                 break;
             }
@@ -199,10 +195,10 @@ mdf_status mdf_lj_dense_simd_choose(int32_t *out, mdf_error *err)
     }
     for (int s = MDF_LJ_SIMD_GENERIC; s <= MDF_LJ_SIMD_AVX512; s++) {
         if (strcmp(want, simd_names[s])) continue;
-        if (!mdf_lj_dense_simd_supported(s)) {
+        if (!simd_supported(s)) {
             char have[64] = "";
             for (int o = MDF_LJ_SIMD_AVX512; o >= MDF_LJ_SIMD_GENERIC; o--)
-                if (mdf_lj_dense_simd_supported(o)) {
+                if (simd_supported(o)) {
                     strcat(have, ", ");
                     strcat(have, simd_names[o]);
                 }

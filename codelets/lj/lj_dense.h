@@ -29,8 +29,6 @@ enum { MDF_LJ_SIMD_GENERIC = 0, MDF_LJ_SIMD_AVX2 = 1, MDF_LJ_SIMD_AVX512 = 2 };
  * generic: to compare them, or to test each). An unknown name, or a set the
  * CPU lacks, is an error. */
 mdf_status mdf_lj_dense_simd_choose(int32_t *out, mdf_error *err);
-int mdf_lj_dense_simd_supported(int simd);
-const char *mdf_lj_dense_simd_name(int simd);
 
 /* Whether system s (whose half list holds list_pairs pairs) takes the
  * all-pairs path in chunk c: open boundaries, small, wholly in the chunk. */
