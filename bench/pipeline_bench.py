@@ -6,8 +6,12 @@ MD at 40 K each, four ways on this machine in one run:
   (a) mdflow run WORKFLOW.yaml: the stages fused (relax + md) with inflight
       batching (mdf_stage_run_inflight); a sweep over the sampler's max_atoms,
       the fastest is case (a)
-  (b) mdflow relax, then mdflow md, each on the whole batch at once (no
-      fusion, no refill): the same stages in sequence
+  (b) mdflow run --sequential WORKFLOW.yaml: the same workflow without
+      fusion or inflight batching: the sampler packs a static batch within
+      the same max_atoms, relax runs on it until every system has left, then
+      md, then the next batch; the same sweep, the fastest is case (b)
+  (b') mdflow relax, then mdflow md, each on the whole dataset at once: no
+      budget at all, so nothing to batch (reported, not a target)
   (c) ASE (python3-ase) one system at a time: FIRE, then Langevin, on a subset
       spread over the sizes, extrapolated to the whole dataset
   (d) LAMMPS one system at a time in one process (a clear/read_data loop in
@@ -31,9 +35,9 @@ LAMMPS_MODE, BENCH_OUT, BENCH_WORK, KEEP) plus:
   PIPE_MD_STEPS      MD steps per system (default 1000; QUICK 100)
   REPEAT             rounds of (a) and (b), interleaved, and runs of (d); the
                      fastest of each is kept (default 3)
-  PIPE_MAX_ATOMS     sampler max_atoms values for (a), space-separated; the
-                     fastest is (a) (default "5000 10000 20000 40000";
-                     QUICK "1000 2000 4000")
+  PIPE_MAX_ATOMS     sampler max_atoms values for (a) and (b), space-separated;
+                     the fastest of each is (a) and (b) (default "5000 10000
+                     20000 40000"; QUICK "1000 2000 4000")
   PIPE_REFILL        sampler refill_interval (default 10)
   PIPE_ASE_SYSTEMS   size of the ASE subset (default 6; QUICK 3)
   PIPE_LAMMPS_SYSTEMS  size of the LAMMPS subset (default: every system)
@@ -87,7 +91,9 @@ elif DATASET == "random-lj":
 else:
     sys.exit("bench: PIPE_DATASET must be argon or random-lj, not '%s'" % DATASET)
 SPECIES = "Ar:%r:%r:%r" % (mb.AR_EPS, mb.AR_SIGMA, mb.AR_RC)
-TARGETS = {"a_over_c": 100.0, "a_over_d": 3.0, "a_over_b": 1.5}
+# a_over_b0 (the whole dataset in one batch, no budget) is reported beside the
+# target (a)/(b) for comparison; it is not one of the issue's targets
+TARGETS = {"a_over_c": 100.0, "a_over_d": 3.0, "a_over_b": 1.5, "a_over_b0": 1.5}
 
 log = mb.log
 
@@ -164,7 +170,8 @@ def rates(res):
 
 # ------------------------------------------------------------ (a) mdflow run --
 
-WORKFLOW = """# written by bench/pipeline_bench.py: case (a), relax + md fused, inflight batching
+WORKFLOW = """# written by bench/pipeline_bench.py: case (a) (mdflow run: relax + md fused, inflight batching)
+# and case (b) (mdflow run --sequential: relax then md on static batches of the same max_atoms)
 input: {input}
 model:
   type: lj
@@ -228,19 +235,22 @@ def steps_per_system(frames, md_steps, fused):
     return relax
 
 
-def case_a_once(work, xyz, max_atoms):
-    """One run of case (a); the output's per-system step counts come along."""
-    out = os.path.join(work, "fused_%d.xyz" % max_atoms)
-    wf = os.path.join(work, "pipeline_%d.yaml" % max_atoms)
+def case_run_once(work, xyz, max_atoms, sequential):
+    """One run of case (a) (mdflow run) or, with sequential, of case (b)
+    (mdflow run --sequential) on the same workflow; the output's per-system
+    step counts and final energies come along."""
+    tag = "%s_%d" % ("seq" if sequential else "fused", max_atoms)
+    out = os.path.join(work, tag + ".xyz")
+    wf = os.path.join(work, tag + ".yaml")
     with open(wf, "w") as fp:
         fp.write(WORKFLOW.format(input=xyz, skin=SKIN, eps=mb.AR_EPS, sigma=mb.AR_SIGMA, rc=mb.AR_RC, fmax=FMAX,
                                  budget=RELAX_BUDGET, dt=DT_FS, temp=TEMP_K, steps=MD_STEPS,
                                  friction=FRICTION_PER_FS, max_atoms=max_atoms, refill=REFILL, output=out))
-    cmd = [mb.MDFLOW, "run", wf]
+    cmd = [mb.MDFLOW, "run"] + (["--sequential"] if sequential else []) + [wf]
     if os.path.exists(out):
         os.remove(out)
     rc, wall, text = mb.run_timed(cmd, work, env={"STARPU_NCPU": str(NCORES)},
-                                  stdout_path=os.path.join(work, "fused_%d.out" % max_atoms))
+                                  stdout_path=os.path.join(work, tag + ".out"))
     r = parse_summary(text)
     if rc != 0 or "loop_s" not in r or not os.path.exists(out):
         return {"max_atoms": max_atoms, "error": "mdflow run exited %d: %s" % (rc, text.strip()[-600:]),
@@ -252,9 +262,14 @@ def case_a_once(work, xyz, max_atoms):
     return r
 
 
-def finish_a(r, clusters, walls):
+def final_energies(frames):
+    return [float(info.get("energy", "nan")) for _, info in frames]
+
+
+def finish_run(r, clusters, walls):
     if r.get("error"):
         return r
+    r["final_energies"] = final_energies(r["frames"])
     relax = steps_per_system(r.pop("frames"), MD_STEPS, True)
     r.update({"wall_s_all_runs": walls, "relax_steps_mean": sum(relax) / len(relax), "relax_steps_max": max(relax),
               "atom_steps": sum(len(c) * (s + MD_STEPS) for c, s in zip(clusters, relax)),
@@ -263,10 +278,10 @@ def finish_a(r, clusters, walls):
     return rates(r)
 
 
-# --------------------------------------------------------- (b) in sequence --
+# ------------------------------------------------ (b') whole dataset, in sequence --
 
-def case_b_once(work, xyz):
-    """One run of case (b): mdflow relax, then mdflow md on its output."""
+def case_b0_once(work, xyz):
+    """One run of case (b'): mdflow relax, then mdflow md on its output."""
     relaxed = os.path.join(work, "relaxed.xyz")
     final = os.path.join(work, "seq_md.xyz")
     common = ["--lj-species", SPECIES, "--lj-shift", "--skin", repr(SKIN)]
@@ -287,12 +302,14 @@ def case_b_once(work, xyz):
     if rc2 != 0:
         return {"error": "mdflow md exited %d: %s" % (rc2, t2.strip()[-600:]), "command": " ".join(md_cmd)}
     return {"relax": parse_summary(t1), "md": parse_summary(t2), "relax_wall_s": w1, "md_wall_s": w2,
-            "wall_s": w1 + w2, "commands": [" ".join(relax_cmd), " ".join(md_cmd)], "frames": frames}
+            "wall_s": w1 + w2, "commands": [" ".join(relax_cmd), " ".join(md_cmd)], "frames": frames,
+            "final_frames": read_xyz_info(final)}
 
 
-def finish_b(r, clusters, walls):
+def finish_b0(r, clusters, walls):
     if r.get("error"):
         return r
+    r["final_energies"] = final_energies(r.pop("final_frames"))
     relax = steps_per_system(r.pop("frames"), MD_STEPS, False)
     r.update({"wall_s_all_runs": walls, "relax_steps_mean": sum(relax) / len(relax), "relax_steps_max": max(relax),
               "converged": r["relax"].get("relaxed"),
@@ -515,44 +532,58 @@ def print_table(res):
         m["cpu_model"], NCORES, m["loadavg_1min_at_start"] or 0, m.get("loadavg_1min_at_end") or 0,
         res["mdflow_source"].get("commit", "?"), " (+ uncommitted changes)" if res["mdflow_source"].get("tree_modified")
         else ""))
-    hdr = "%-44s %8s %9s %9s %11s %10s %7s %9s" % ("case", "systems", "wall s", "median s", "systems/s", "atom-st/s",
+    hdr = "%-50s %8s %9s %9s %11s %10s %7s %9s" % ("case", "systems", "wall s", "median s", "systems/s", "atom-st/s",
                                                     "relax", "conv.")
     lines.append(hdr)
     lines.append("-" * len(hdr))
-    names = {"a": "(a) mdflow run: fused + inflight", "b": "(b) mdflow relax, then md (no inflight)",
-             "c": "(c) ASE, one system at a time", "d": "(d) LAMMPS, one system at a time"}
-    for k in "abcd":
+    names = {"a": "(a) mdflow run: fused + inflight", "b": "(b) mdflow run --sequential: static batches",
+             "b0": "(b') mdflow relax, then md: whole dataset", "c": "(c) ASE, one system at a time",
+             "d": "(d) LAMMPS, one system at a time"}
+    for k in ("a", "b", "b0", "c", "d"):
         r = res["cases"][k]
         name = names[k]
-        if k == "a" and r.get("max_atoms"):
+        if k in "ab" and r.get("max_atoms"):
             name += " [%d]" % r["max_atoms"]
         if k == "d" and r.get("mode"):
             name += " [%s]" % r["mode"]
         if r.get("error"):
-            lines.append("%-44s error: %s" % (name, r["error"][:300]))
+            lines.append("%-50s error: %s" % (name, r["error"][:300]))
             continue
         meas = "%d%s" % (r["systems_measured"], "*" if r.get("extrapolated") else "")
         med = r.get("wall_s_median")
-        lines.append("%-44s %8s %9.2f %9s %11.2f %10.3g %7.1f %9s" % (
+        lines.append("%-50s %8s %9.2f %9s %11.2f %10.3g %7.1f %9s" % (
             name, meas, r["wall_s"], "%.2f" % med if med else "-", r["systems_per_s"], r["atom_steps_per_s"],
             r.get("relax_steps_mean", 0),
             "%s/%d" % (r.get("converged"), r["systems_measured"])))
-    sw = res["cases"].get("a_sweep") or []
-    if len(sw) > 1:
-        lines.append("  (a) sampler max_atoms sweep: " + ", ".join(
-            "%d: %s" % (s["max_atoms"], "error" if s.get("error") else "%.2f s" % s["wall_s"]) for s in sw))
+    for k in "ab":
+        sw = res["cases"].get(k + "_sweep") or []
+        if len(sw) > 1:
+            lines.append("  (%s) sampler max_atoms sweep: " % k + ", ".join(
+                "%d: %s" % (s["max_atoms"], "error" if s.get("error") else "%.2f s" % s["wall_s"]) for s in sw))
+    by = res["cases"].get("a_over_b_by_max_atoms") or {}
+    if by:
+        lines.append("  (a)/(b) at the same max_atoms: " + ", ".join(
+            "%s: %s" % (k, "%.2fx" % v if v else "-") for k, v in by.items()))
+    same = res["cases"].get("max_final_energy_difference_eV") or {}
+    if same.get("a_vs_b") is not None:
+        lines.append("  same trajectories: largest difference of a system's final energy, (a) vs (b) %.2g eV, "
+                     "(a) vs (b') %s eV" % (same["a_vs_b"], "%.2g" % same["a_vs_b0"] if same.get("a_vs_b0") is not None
+                                          else "-"))
     lines.append("* measured on a subset spread over the sizes, wall s extrapolated to all %d systems" % res["systems"])
     lines.append("wall s: fastest of %d runs (median s: their median); systems/s = %d / wall s; atom-st/s = "
                  "atoms x (relax steps + MD steps) / s, relax steps as each code counts them; relax = mean FIRE "
                  "steps; conv. = systems that reached fmax" % (REPEAT, res["systems"]))
-    lines.append("throughput ratios (systems/s; atom-steps/s in brackets) against the issue's targets:")
-    for key, label in (("a_over_c", "(a)/(c) ASE"), ("a_over_d", "(a)/(d) LAMMPS"), ("a_over_b", "(a)/(b) sequence")):
+    lines.append("throughput ratios (systems/s; atom-steps/s in brackets) against the issue's targets; (a)/(b') "
+                 "for comparison (no budget: nothing to batch):")
+    for key, label in (("a_over_c", "(a)/(c) ASE"), ("a_over_d", "(a)/(d) LAMMPS"), ("a_over_b", "(a)/(b) sequence"),
+                       ("a_over_b0", "(a)/(b') whole")):
         t = res["targets"][key]
         if t["ratio"] is None:
             lines.append("  %-18s -" % label)
             continue
         lines.append("  %-18s %8.2fx  [%7.2fx]   target >= %gx: %-8s%s" % (
-            label, t["ratio"], t["ratio_atom_steps"] or 0, t["target"], "met" if t["met"] else "NOT met",
+            label, t["ratio"], t["ratio_atom_steps"] or 0, t["target"],
+            ("met" if t["met"] else "NOT met") + ("" if t.get("is_issue_target", True) else " (not a target)"),
             "  (medians: %.2fx)" % t["ratio_of_medians"] if t.get("ratio_of_medians") else ""))
     lines = [l.rstrip() for l in lines]
     for l in lines:
@@ -581,40 +612,59 @@ def main():
     cases = {}
     t_start = time.monotonic()
 
-    # (a) and (b) interleaved, REPEAT rounds, the fastest run of each kept:
-    # load from elsewhere then hits both alike
-    log("== (b) mdflow relax, then mdflow md, whole batch per stage; (a) mdflow run, relax + md fused, "
-        "inflight, sampler max_atoms %s; %d round(s) ==" % (" ".join(map(str, MAX_ATOMS)), REPEAT))
+    # (a), (b) and (b') interleaved, REPEAT rounds, the fastest run of each
+    # kept: load from elsewhere then hits them alike
+    log("== (b') mdflow relax, then mdflow md, whole dataset per stage; (a) mdflow run, relax + md fused, inflight; "
+        "(b) mdflow run --sequential, static batches; sampler max_atoms %s; %d round(s) =="
+        % (" ".join(map(str, MAX_ATOMS)), REPEAT))
+    runs = [("b0", lambda: case_b0_once(work, xyz))]
+    for ma in MAX_ATOMS:
+        runs.append((("a", ma), (lambda m: lambda: case_run_once(work, xyz, m, False))(ma)))
+        runs.append((("b", ma), (lambda m: lambda: case_run_once(work, xyz, m, True))(ma)))
     best, walls = {}, {}
     for rnd in range(REPEAT):
-        for key, fn in [("b", lambda: case_b_once(work, xyz))] + \
-                [(ma, (lambda m: lambda: case_a_once(work, xyz, m))(ma)) for ma in MAX_ATOMS]:
+        for key, fn in runs:
             if best.get(key, {}).get("error"):
                 continue
             r = fn()
+            name = "(b')" if key == "b0" else "(%s) max_atoms %d" % key
             if r.get("error"):
                 best[key] = r
-                log("  %s: %s" % ("(b)" if key == "b" else "(a) max_atoms %d" % key, r["error"]))
+                log("  %s: %s" % (name, r["error"]))
                 continue
             walls.setdefault(key, []).append(round(r["wall_s"], 3))
             if key not in best or r["wall_s"] < best[key]["wall_s"]:
                 best[key] = r
-            if key == "b":
-                log("  round %d (b): relax %.2f s + md %.2f s = %.2f s (md loop %.2f s)"
+            if key == "b0":
+                log("  round %d (b'): relax %.2f s + md %.2f s = %.2f s (md loop %.2f s)"
                     % (rnd + 1, r["relax_wall_s"], r["md_wall_s"], r["wall_s"], r["md"].get("loop_s", 0)))
             else:
-                log("  round %d (a) max_atoms %-6d %.2f s (loop %.2f s, %d shards, %d steps)"
-                    % (rnd + 1, key, r["wall_s"], r["loop_s"], r.get("shards", 0), r.get("steps", 0)))
-    cases["b"] = finish_b(best["b"], clusters, walls.get("b"))
-    sweep = [finish_a(best[ma], clusters, walls.get(ma)) for ma in MAX_ATOMS]
-    ok = [r for r in sweep if not r.get("error")]
-    cases["a"] = min(ok, key=lambda r: r["wall_s"]) if ok else sweep[0]
-    cases["a_sweep"] = [{k: r.get(k) for k in ("max_atoms", "wall_s", "wall_s_all_runs", "loop_s", "systems_per_s",
-                                               "atom_steps_per_s", "shards", "steps", "error")} for r in sweep]
+                log("  round %d %-20s %.2f s (loop %.2f s, %d shards, %d steps)"
+                    % (rnd + 1, name, r["wall_s"], r["loop_s"], r.get("shards", 0), r.get("steps", 0)))
+    cases["b0"] = finish_b0(best["b0"], clusters, walls.get("b0"))
     for k in "ab":
+        sweep = [finish_run(best[(k, ma)], clusters, walls.get((k, ma))) for ma in MAX_ATOMS]
+        ok = [r for r in sweep if not r.get("error")]
+        cases[k] = min(ok, key=lambda r: r["wall_s"]) if ok else sweep[0]
+        cases[k + "_sweep"] = [{f: r.get(f) for f in ("max_atoms", "wall_s", "wall_s_all_runs", "loop_s",
+                                                      "systems_per_s", "atom_steps_per_s", "shards", "steps",
+                                                      "error")} for r in sweep]
+    # (a)/(b) at each max_atoms: the same budget, with and without inflight batching
+    cases["a_over_b_by_max_atoms"] = {str(x["max_atoms"]): ratio(y.get("wall_s"), x.get("wall_s"))
+                                      for x, y in zip(cases["a_sweep"], cases["b_sweep"])}
+    for k, name in (("a", "(a)"), ("b", "(b)"), ("b0", "(b')")):
         r = cases[k]
-        log("  %s %s" % ("(%s)" % k, r.get("error") or "best %.2f s%s, %.1f systems/s" % (
-            r["wall_s"], " (max_atoms %d)" % r["max_atoms"] if k == "a" else "", r["systems_per_s"])))
+        log("  %s %s" % (name, r.get("error") or "best %.2f s%s, %.1f systems/s" % (
+            r["wall_s"], " (max_atoms %d)" % r["max_atoms"] if k != "b0" else "", r["systems_per_s"])))
+    # Every variant runs the same trajectories: the final energies agree to round-off
+    same = {}
+    for k in ("b", "b0"):
+        ea, eo = cases["a"].get("final_energies"), cases[k].get("final_energies")
+        if ea and eo and len(ea) == len(eo):
+            same[k] = max(abs(x - y) for x, y in zip(ea, eo))
+    cases["max_final_energy_difference_eV"] = {"a_vs_b": same.get("b"), "a_vs_b0": same.get("b0")}
+    for k in ("a", "b", "b0"):
+        cases[k].pop("final_energies", None)
 
     log("== (c) ASE, one system at a time (%d systems spread over the sizes) ==" % min(ASE_SYSTEMS, NSYS))
     cases["c"] = case_c(work, xyz, clusters)
@@ -632,15 +682,16 @@ def main():
     machine["loadavg_1min_at_end"] = os.getloadavg()[0]
     machine["loadavg_5min_at_end"] = os.getloadavg()[1]
     a = cases["a"]
-    for k in "abd":
+    for k in ("a", "b", "b0", "d"):
         if not cases[k].get("error"):
             cases[k]["wall_s_median"] = median(cases[k].get("wall_s_all_runs"))
     targets = {}
-    for key, other in (("a_over_c", "c"), ("a_over_d", "d"), ("a_over_b", "b")):
+    for key, other in (("a_over_c", "c"), ("a_over_d", "d"), ("a_over_b", "b"), ("a_over_b0", "b0")):
         o = cases[other]
         rt = ratio(a.get("systems_per_s"), o.get("systems_per_s"))
         targets[key] = {"ratio": rt, "ratio_atom_steps": ratio(a.get("atom_steps_per_s"), o.get("atom_steps_per_s")),
                         "target": TARGETS[key], "met": bool(rt is not None and rt >= TARGETS[key]),
+                        "is_issue_target": key != "a_over_b0",
                         # medians of the repeated runs ((a) at the chosen max_atoms): less luck in them
                         "ratio_of_medians": ratio(o.get("wall_s_median"), a.get("wall_s_median"))}
     res = {"benchmark": "pipeline", "dataset": DATASET, "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine,
@@ -672,7 +723,7 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     else:
         log("scratch kept: %s" % work)
-    return 1 if any(cases[k].get("error") for k in "abcd") else 0
+    return 1 if any(cases[k].get("error") for k in ("a", "b", "b0", "c", "d")) else 0
 
 
 if __name__ == "__main__":

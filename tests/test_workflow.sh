@@ -1,7 +1,8 @@
 #!/bin/sh
 # mdflow — tests of workflow files and `mdflow run`: a small valid workflow
 # (relax + md fused, inflight batching with a budget below the dataset's size)
-# writes every system in input order with status 2; a single stage; --check;
+# writes every system in input order with status 2; --sequential (static
+# batches, stages in sequence) follows the same trajectories; a single stage; --check;
 # max_steps too small still writes every id; each kind of error names the
 # workflow file and the right line and exits 2; a system larger than the
 # sampler's budget is named; the built-in default finishes within 60 s and
@@ -133,6 +134,43 @@ else
     fail "output.log with two stages: run.relax.csv and run.md.csv" "systems in relax log: $nrelax, in md log: $nmd"
     show run.relax.csv run.relax.csv; ls >&2
 fi
+
+# ---- 2b. --sequential: the same stages, in sequence on static batches ------------------
+# The baseline of the pipeline benchmark: no fusion, no refill. The sampler
+# packs static batches within the same 30 atoms (69 atoms: at least 3), relax
+# runs on each until all its systems have left, then md. Random numbers are
+# keyed by (seed, system id, the system's own step), so every system must
+# follow the fused inflight run's trajectory: same steps, same final
+# energies to round-off.
+variant seq 's/log: run.csv/log: seq.csv/; s/out.xyz/seq.xyz/'
+run "$MDFLOW" run --sequential seq.yaml
+cp "$T/stdout" seq.stdout
+batches=$(sed -n 's/.*static batches (stages in sequence) \([0-9]*\).*/\1/p' seq.stdout)
+if [ "$rc" -eq 0 ] && [ "$(info_values mdf_status seq.xyz)" = "2 2 2 2 2 2 " ] \
+    && [ "$(info_values mdf_system_id seq.xyz)" = "0 1 2 3 4 5 " ] && [ "${batches:-0}" -ge 3 ] \
+    && grep -E 'finished 6 \(status 2\), unfinished 0' seq.stdout >/dev/null; then
+    pass "run --sequential: exit 0, 6 systems in input order with status 2, $batches static batches"
+else
+    fail "run --sequential: exit 0, 6 systems with status 2, >= 3 static batches" "exit status $rc; batches '$batches'"
+    show stderr "$T/stderr"; show stdout seq.stdout
+fi
+# energy= and kinetic_energy= of every frame, in file order
+energies() { frames "$1" 2>/dev/null | grep -o -E '(^|[[:space:]])(energy|kinetic_energy)=[-0-9.eE+]+' | sed 's/.*=//'; }
+worst=$(energies out.xyz >fused.e; energies seq.xyz >seq.e
+        paste fused.e seq.e | awk 'NF == 2 { d = $1 - $2; if (d < 0) d = -d; s = $1 < 0 ? -$1 : $1; r = d / (s + 1e-3)
+                                            if (r > w) w = r; n++ } END { printf "%d %.3g\n", n, w }')
+if [ "$(info_values mdf_step seq.xyz)" = "$(info_values mdf_step out.xyz)" ] && [ "${worst%% *}" -eq 12 ] \
+    && awk -v w="${worst#* }" 'BEGIN { exit !(w <= 1e-9) }'; then
+    pass "run --sequential follows the fused inflight trajectories: same steps, energies within ${worst#* } (relative)"
+else
+    fail "run --sequential follows the fused inflight trajectories" \
+        "steps '$(info_values mdf_step seq.xyz)' vs '$(info_values mdf_step out.xyz)'; values compared and worst: $worst"
+fi
+run "$MDFLOW" run --sequential --resume seq.yaml
+expect_error "run --sequential --resume" 2 "--resume" "--sequential"
+variant seqck 's/^seed: 3/seed: 3\ncheckpoint: {path: seq.ckpt.h5, every: 10}/; s/out.xyz/seqck.xyz/'
+run "$MDFLOW" run --sequential seqck.yaml
+expect_error "run --sequential with a checkpoint" 2 "seqck.yaml:27:" "checkpoint" "--sequential"
 
 # ---- 3. one stage, --check, max_steps too small -------------------------------------
 variant single 's/^composition: .*/composition: relax/; s/log: run.csv/log: single.csv/; s/out.xyz/single.xyz/'

@@ -580,7 +580,7 @@ static int fail(const mdf_error *err)
 static void usage_run(FILE *fp)
 {
     fprintf(fp,
-            "usage: mdflow run [--check] [--resume] [FILE.yaml]\n"
+            "usage: mdflow run [--check] [--resume | --sequential] [FILE.yaml]\n"
             "Runs a workflow file: the input dataset, the model, named stages and their composition\n"
             "('relax + md' fuses them), the sampler's budgets for inflight batching, the outputs, the\n"
             "hooks and the scheduler. examples/relax_md.yaml documents every key. Without FILE, runs\n"
@@ -591,17 +591,21 @@ static void usage_run(FILE *fp)
             "  --resume  continue from the workflow's checkpoint (checkpoint: {path: FILE, every: N}):\n"
             "            systems finished before it are written again, the rest continue where they\n"
             "            were; it must belong to this workflow and input (the error says what differs)\n"
+            "  --sequential  the baseline that fusion and inflight batching are measured against:\n"
+            "            the sampler packs a batch within the same budgets, each stage runs on it in\n"
+            "            turn until all its systems have left, then the next batch is built (no refills,\n"
+            "            no checkpoints); the trajectories are the same, only the time differs\n"
             "  --help    this text\n",
             MDF_DEFAULT_WORKFLOW, MDF_PKGDATADIR);
 }
 
-/* mdflow run [--check] [--resume] [FILE]: returns the exit status. */
+/* mdflow run [--check] [--resume | --sequential] [FILE]: returns the exit status. */
 static int run_workflow_command(int argc, char **argv)
 {
     mdf_error err;
     mdf_error_clear(&err);
     const char *file = NULL;
-    int check_only = 0, resume = 0;
+    int check_only = 0, resume = 0, sequential = 0;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
             usage_run(stdout);
@@ -609,11 +613,17 @@ static int run_workflow_command(int argc, char **argv)
         }
         if (!strcmp(argv[k], "--check")) check_only = 1;
         else if (!strcmp(argv[k], "--resume")) resume = 1;
+        else if (!strcmp(argv[k], "--sequential")) sequential = 1;
         else if (argv[k][0] == '-' || file) {
             mdf_error_set(&err, MDF_ERR_INVALID, "unexpected argument '%s': mdflow run takes one workflow file "
                           "(see mdflow run --help)", argv[k]);
             return fail(&err);
         } else file = argv[k];
+    }
+    if (resume && sequential) {
+        mdf_error_set(&err, MDF_ERR_INVALID, "--resume and --sequential do not go together: checkpoints belong to "
+                      "inflight runs, so resume without --sequential");
+        return fail(&err);
     }
     int is_default = !file;
     if (is_default && !(file = runner_find_data(MDF_DEFAULT_WORKFLOW))) {
@@ -625,10 +635,12 @@ static int run_workflow_command(int argc, char **argv)
     static mdf_workflow wf; /* large (paths): not on the stack */
     if (wf_load(file, &wf, &err) != MDF_OK) return fail(&err);
     wf.resume = resume;
+    wf.sequential = sequential;
     char comp[512];
     wf_composition_text(&wf, comp, sizeof comp);
-    printf("mdflow: %s %s: %s of %s, inflight batching (at most %lld atoms in flight)\n",
+    printf("mdflow: %s %s: %s of %s, %s (at most %lld atoms in flight)\n",
            is_default ? "default workload, workflow" : "workflow", file, comp, wf.input,
+           sequential ? "stages in sequence on static batches" : "inflight batching",
            (long long)wf.sampler.max_atoms);
     if (check_only) return 0;
     fflush(stdout);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "runner.h"
 #include "workflow.h"
 
@@ -129,13 +130,16 @@ static mdf_status add_sink_hooks(const mdf_workflow *wf, int k, const run_sinks 
     return st;
 }
 
-/* Composition entry k as a plain stage with its criteria and hooks. */
-static mdf_status build_part(const mdf_workflow *wf, int k, int freeze, const run_sinks *sk, mdf_stage **out,
-                             mdf_error *err)
+/* Composition entry k as a plain stage with its criteria and hooks, moving
+ * the systems at `status` to status + 1. */
+static mdf_status build_part(const mdf_workflow *wf, int k, int32_t status, int freeze, const run_sinks *sk,
+                             mdf_stage **out, mdf_error *err)
 {
     const wf_stage *ws = &wf->stages[wf->comp[k]];
     mdf_stage_config sc = ws->cfg;
     sc.integrator = ws->method;
+    sc.status = status;
+    sc.converged_status = status + 1;
     sc.window = wf->window;
     sc.skin = wf->skin;
     sc.chunk_atoms = wf->chunk_atoms;
@@ -172,7 +176,7 @@ static mdf_status build_composition(const mdf_workflow *wf, int freeze, const ru
     mdf_status st = MDF_OK;
     for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {
         mdf_stage *part = NULL;
-        st = build_part(wf, k, freeze, sk, &part, err);
+        st = build_part(wf, k, 0, freeze, sk, &part, err); /* mdf_fuse numbers the parts */
         if (st == MDF_OK && !acc) acc = part;
         else if (st == MDF_OK && (st = mdf_fuse(acc, part, &acc, err)) != MDF_OK)
             st = at_line(err, wf, wf->comp_line, "composition");
@@ -183,6 +187,20 @@ static mdf_status build_composition(const mdf_workflow *wf, int freeze, const ru
         acc = NULL;
     }
     *out = acc;
+    return st;
+}
+
+/* --sequential: each composition entry as a stage of its own. Entry k moves
+ * the systems at status k to k + 1, so the entries run one after another on
+ * one batch and systems end at the fused composition's exit status. */
+static mdf_status build_sequence(const mdf_workflow *wf, int freeze, const run_sinks *sk, mdf_stage **parts,
+                                 mdf_error *err)
+{
+    mdf_status st = MDF_OK;
+    for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {
+        st = build_part(wf, k, k, freeze, sk, &parts[k], err);
+        if (st == MDF_OK) st = mdf_stage_set_max_steps(parts[k], wf->max_steps, err);
+    }
     return st;
 }
 
@@ -343,8 +361,9 @@ static void print_summary(const mdf_workflow *wf, const mdf_frame_list *input, c
     double sys_rate = r->wall_seconds > 0.0 ? (double)finished / r->wall_seconds : 0.0;
     printf("  %lld steps in %.3f s: %.4g systems/s, %.4g atom-steps/s\n", (long long)r->steps, r->wall_seconds,
            sys_rate, r->atom_steps_per_second);
-    printf("  model evaluations %lld, neighbour-list rebuilds %lld (summed over systems), refills %lld\n",
-           (long long)r->model_evaluations, (long long)r->list_rebuilds, (long long)r->refills);
+    printf("  model evaluations %lld, neighbour-list rebuilds %lld (summed over systems), %s %lld\n",
+           (long long)r->model_evaluations, (long long)r->list_rebuilds,
+           wf->sequential ? "static batches (stages in sequence)" : "refills", (long long)r->refills);
     printf("  largest neighbour count %d of %d slots, atoms beyond the slots %lld\n", r->max_neighbours,
            r->list_slots, (long long)r->overflowed_atoms);
     if (*wf->structures) printf("  final structures (input order): %s\n", wf->structures);
@@ -371,7 +390,8 @@ typedef struct run_state {
     mdf_frame_list frames;
     mdf_model *model;
     mdf_sampler *sampler;
-    mdf_stage *stage;
+    mdf_stage *stage;                  /* the fused composition (inflight) */
+    mdf_stage *parts[WF_MAX_STAGES];   /* each entry on its own (--sequential) */
     int started;
     collector col;
     run_sinks sinks;
@@ -434,7 +454,9 @@ static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
         st = at_line(err, wf, wf->sampler_line, "sampler");
     int freeze = wf->hooks.freeze < 0 ? runner_frames_have_frozen(&rs->frames) : wf->hooks.freeze;
     if (st == MDF_OK) st = open_sinks(wf, &rs->sinks, err);
-    if (st == MDF_OK) st = build_composition(wf, freeze, &rs->sinks, &rs->stage, err);
+    if (st == MDF_OK)
+        st = wf->sequential ? build_sequence(wf, freeze, &rs->sinks, rs->parts, err)
+                            : build_composition(wf, freeze, &rs->sinks, &rs->stage, err);
     return st;
 }
 
@@ -463,6 +485,147 @@ static mdf_status finish(const mdf_workflow *wf, run_state *rs, const mdf_stage_
     return st;
 }
 
+static mdf_status run_inflight(const mdf_workflow *wf, run_state *rs, mdf_stage_report *report, mdf_error *err)
+{
+    mdf_inflight_config ic;
+    mdf_inflight_config_init(&ic);
+    ic.sampler = rs->sampler;
+    ic.refill_interval = wf->refill_interval;
+    ic.refill_fraction = wf->refill_fraction;
+    ic.nshards = wf->shards;
+    ic.on_exit = collect;
+    ic.user = &rs->col;
+    ic.checkpoint_path = *wf->checkpoint ? wf->checkpoint : NULL;
+    ic.checkpoint_every = wf->checkpoint_every;
+    ic.resume = wf->resume;
+    mdf_status st = mdf_stage_run_inflight(rs->stage, rs->model, &ic, report, err);
+    if (st != MDF_OK && wf->resume && rs->col.err.code == MDF_OK && report->steps == 0 &&
+        (err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE) && strstr(err->message, "checkpoint"))
+        st = at_line(err, wf, wf->checkpoint_line, "--resume");
+    return st;
+}
+
+/* ---- --sequential: the baseline without fusion or inflight batching ------------------------ */
+
+/* The next static batch: the waiting systems the sampler packs within its
+ * budgets, as for inflight batching; *out stays NULL when none is left. */
+static mdf_status next_static_batch(const mdf_workflow *wf, mdf_sampler *s, size_t *idx, mdf_frame *frames,
+                                    mdf_batch **out, mdf_error *err)
+{
+    const mdf_sampler_config *c = &wf->sampler;
+    *out = NULL;
+    if (mdf_sampler_remaining(s) == 0) return MDF_OK;
+    /* "free" room is exclusive: the systems in flight stay below each budget */
+    size_t n = mdf_sampler_take(s, c->max_atoms, c->max_pairs > 0 ? c->max_pairs : -1,
+                                c->max_systems > 0 ? c->max_systems : -1, idx, mdf_sampler_size(s));
+    if (n == 0) /* the sampler refuses systems larger than a budget when it is created */
+        return mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: the sampler's budgets hold none of the %zu waiting "
+                             "systems: raise max_atoms or max_pairs", wf->path, wf->sampler_line,
+                             mdf_sampler_remaining(s));
+    for (size_t j = 0; j < n; j++) frames[j] = *mdf_sampler_frame(s, idx[j]); /* shallow: the batch only reads */
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    bc.nshards = wf->shards;
+    bc.sources = idx; /* ids, and with them the random streams, are the dataset indices */
+    return mdf_batch_create(frames, n, &bc, out, err);
+}
+
+/* Folds one stage run into the whole run's figures: steps add up, the last
+ * stage's exits are the systems that finished. Budget exits and atom-steps
+ * are counted at the hand-out (a stage's budget count includes the systems
+ * flagged by the stages before it). */
+static void add_report(mdf_stage_report *sum, const mdf_stage_report *r, int last)
+{
+    sum->steps += r->steps;
+    sum->model_evaluations += r->model_evaluations;
+    sum->list_rebuilds += r->list_rebuilds;
+    if (last) sum->converged += r->converged;
+    if (r->overflowed_atoms > sum->overflowed_atoms) sum->overflowed_atoms = r->overflowed_atoms;
+    if (r->max_neighbours > sum->max_neighbours) sum->max_neighbours = r->max_neighbours;
+    if (r->list_slots > sum->list_slots) sum->list_slots = r->list_slots;
+    if (r->nchunks > sum->nchunks) sum->nchunks = r->nchunks;
+    if (r->nshards > sum->nshards) sum->nshards = r->nshards;
+}
+
+typedef struct handed_out {
+    int64_t budget_exits;   /* finished after leaving some stage on its step budget */
+    double atom_steps;      /* atoms x steps each system took */
+} handed_out;
+
+/* Every system of the batch, finished or not, to the collector. */
+static mdf_status hand_out(mdf_batch *b, collector *c, handed_out *h, mdf_error *err)
+{
+    mdf_status st = mdf_batch_sync(b, err);
+    for (size_t i = 0; st == MDF_OK && i < mdf_batch_nsystems(b); i++) {
+        mdf_system_view v;
+        mdf_frame f;
+        st = mdf_batch_get_system(b, i, &v, err);
+        if (st == MDF_OK) st = mdf_batch_get_frame(b, i, &f, err);
+        if (st != MDF_OK) break;
+        h->budget_exits += v.status == c->exit_status && (v.flags & MDF_SYSTEM_BUDGET_EXIT);
+        h->atom_steps += (double)v.natoms * (double)v.step;
+        if (collect(c, &f, &v)) st = mdf_error_set(err, c->err.code, "%s", c->err.message);
+        mdf_frame_free(&f);
+    }
+    return st;
+}
+
+/* One static batch through every stage in turn. */
+static mdf_status run_static_batch(const mdf_workflow *wf, run_state *rs, mdf_batch *b, mdf_stage_report *sum,
+                                   handed_out *h, mdf_error *err)
+{
+    const wf_stage *first = &wf->stages[wf->comp[0]];
+    mdf_status st = MDF_OK;
+    /* Fresh systems get the first stage's entry velocities, as a refill gives them. */
+    if (first->cfg.entry_temperature_K >= 0.0)
+        st = mdf_batch_thermalize(b, first->cfg.entry_temperature_K, first->cfg.params.seed, 0, err);
+    for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {
+        mdf_stage_report r;
+        memset(&r, 0, sizeof r);
+        st = mdf_stage_run(rs->parts[k], b, rs->model, &r, err);
+        add_report(sum, &r, k == wf->ncomp - 1);
+    }
+    mdf_error later; /* a failed hand-out after a failed stage: the stage's error is the one to report */
+    mdf_error_clear(&later);
+    mdf_status hs = hand_out(b, &rs->col, h, st == MDF_OK ? err : &later);
+    return st == MDF_OK ? hs : st;
+}
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The sampler's systems in static batches, one after another: a batch is
+ * built, runs each stage until all its systems have left it, hands every
+ * system to the collector and is destroyed before the next is built. */
+static mdf_status run_sequential(const mdf_workflow *wf, run_state *rs, mdf_stage_report *report, mdf_error *err)
+{
+    size_t n = mdf_sampler_size(rs->sampler);
+    size_t *idx = malloc((n + 1) * sizeof *idx);
+    mdf_frame *frames = malloc((n + 1) * sizeof *frames);
+    mdf_status st = idx && frames ? MDF_OK
+                                  : mdf_error_set(err, MDF_ERR_NOMEM, "no memory to pack %zu systems in batches", n);
+    handed_out h = {0, 0.0};
+    double t0 = seconds_now();
+    while (st == MDF_OK) {
+        mdf_batch *b = NULL;
+        st = next_static_batch(wf, rs->sampler, idx, frames, &b, err);
+        if (st != MDF_OK || !b) break;
+        report->refills++; /* counts the batches */
+        st = run_static_batch(wf, rs, b, report, &h, err);
+        mdf_batch_destroy(b);
+    }
+    report->wall_seconds = seconds_now() - t0;
+    report->budget_exits = h.budget_exits;
+    report->atom_steps_per_second = report->wall_seconds > 0.0 ? h.atom_steps / report->wall_seconds : 0.0;
+    free(idx);
+    free(frames);
+    return st;
+}
+
 mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
 {
     run_state rs;
@@ -476,28 +639,19 @@ mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
     if (wf->resume && !*wf->checkpoint)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s:1: --resume needs the workflow's checkpoint: add e.g. "
                            "checkpoint: {path: run.ckpt.h5, every: 100} and run without --resume first", wf->path);
+    if (st == MDF_OK && wf->sequential && *wf->checkpoint)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: --sequential takes no checkpoints (they belong to inflight "
+                           "runs): remove the checkpoint key or run without --sequential", wf->path,
+                           wf->checkpoint_line);
     if (st == MDF_OK) st = prepare(wf, &rs, err);
     if (st == MDF_OK) {
-        rs.col.exit_status = mdf_stage_exit_status(rs.stage);
-        mdf_inflight_config ic;
-        mdf_inflight_config_init(&ic);
-        ic.sampler = rs.sampler;
-        ic.refill_interval = wf->refill_interval;
-        ic.refill_fraction = wf->refill_fraction;
-        ic.nshards = wf->shards;
-        ic.on_exit = collect;
-        ic.user = &rs.col;
-        ic.checkpoint_path = *wf->checkpoint ? wf->checkpoint : NULL;
-        ic.checkpoint_every = wf->checkpoint_every;
-        ic.resume = wf->resume;
-        st = mdf_stage_run_inflight(rs.stage, rs.model, &ic, &report, err);
-        if (st != MDF_OK && wf->resume && rs.col.err.code == MDF_OK && report.steps == 0 &&
-            (err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE) && strstr(err->message, "checkpoint"))
-            st = at_line(err, wf, wf->checkpoint_line, "--resume");
+        rs.col.exit_status = wf->sequential ? wf->ncomp : mdf_stage_exit_status(rs.stage);
+        st = wf->sequential ? run_sequential(wf, &rs, &report, err) : run_inflight(wf, &rs, &report, err);
         if (st != MDF_OK && rs.col.err.code != MDF_OK) *err = rs.col.err; /* our callback stopped it */
         st = finish(wf, &rs, &report, st, err);
     }
     mdf_stage_destroy(rs.stage); /* before the sinks its hooks borrow */
+    for (int k = 0; k < WF_MAX_STAGES; k++) mdf_stage_destroy(rs.parts[k]);
     st = close_sinks(&rs.sinks, st, err);
     mdf_sampler_destroy(rs.sampler);
     mdf_model_destroy(rs.model);

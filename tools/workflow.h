@@ -89,6 +89,8 @@ typedef struct mdf_workflow {
     int64_t checkpoint_every;      /* steps (0: only at exit) */
     int checkpoint_line;
     int resume;                    /* set by `mdflow run --resume`, not by the file */
+    int sequential;                /* set by `mdflow run --sequential`: the stages one after
+                                    * another on static batches, no fusion, no refill */
 } mdf_workflow;
 
 /* Reads and checks the workflow file at path into wf. */
@@ -110,7 +112,10 @@ int wf_hdf5_kind(const char *path);
  * composition over the input with inflight batching, writes the outputs and
  * prints a summary to standard output. With wf->resume, continues from the
  * workflow's checkpoint (an error names the file when there is none, or
- * when it belongs to another workflow or dataset). */
+ * when it belongs to another workflow or dataset). With wf->sequential, runs
+ * the baseline that inflight batching is measured against: the sampler packs
+ * a batch within the same budgets, each stage runs on it in turn until all
+ * its systems have left, then the next batch is built (no checkpoints). */
 mdf_status wf_run(const mdf_workflow *wf, mdf_error *err);
 
 #endif
