@@ -38,7 +38,7 @@ static long long frame_id(const mdf_frame *f, size_t i)
     return id ? strtoll(id, NULL, 10) : (long long)i;
 }
 
-static mdf_status check_dataset(const mdf_sampler *s, const mdf_model *m, double skin, mdf_error *err)
+mdf_status mdf_sampler_check_dataset(const mdf_sampler *s, const mdf_model *m, double skin, mdf_error *err)
 {
     mdf_status st = MDF_OK;
     for (size_t i = 0; st == MDF_OK && i < mdf_sampler_size(s); i++) {
@@ -188,7 +188,7 @@ mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *
         return mdf_error_set(err, MDF_ERR_INVALID,
                              "the dataset has %zu systems: inflight batching takes at most %d per run (split it)",
                              mdf_sampler_size(cfg->sampler), INT32_MAX);
-    mdf_status st = check_dataset(cfg->sampler, m, skin, err);
+    mdf_status st = mdf_sampler_check_dataset(cfg->sampler, m, skin, err);
     if (st != MDF_OK) return st;
     mdf_inflight *in = calloc(1, sizeof *in);
     if (!in) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for inflight batching");

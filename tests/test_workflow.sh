@@ -166,6 +166,16 @@ else
     fail "run --sequential follows the fused inflight trajectories" \
         "steps '$(info_values mdf_step seq.xyz)' vs '$(info_values mdf_step out.xyz)'; values compared and worst: $worst"
 fi
+# A bad system in the last static batch (two atoms of system 4 on one spot) is
+# refused before the first batch runs: no log row is written.
+awk 'NR == 64 { keep = $0 } NR == 65 { $0 = keep } { print }' clusters.xyz >badlast.xyz
+variant seqbad 's/^input: .*/input: badlast.xyz/; s/log: run.csv/log: seqbad.csv/; s/out.xyz/seqbad.xyz/'
+rm -f seqbad.relax.csv seqbad.md.csv
+run "$MDFLOW" run --sequential seqbad.yaml
+expect_error "run --sequential, bad system in the last batch" 2 "system 4"
+rows=$(cat seqbad.relax.csv seqbad.md.csv 2>/dev/null | grep -c -v '^step,')
+if [ "$rows" -eq 0 ]; then pass "run --sequential checks every system before the first batch: no log rows"; else
+    fail "run --sequential checks every system before the first batch" "$rows log rows written"; fi
 run "$MDFLOW" run --sequential --resume seq.yaml
 expect_error "run --sequential --resume" 2 "--resume" "--sequential"
 variant seqck 's/^seed: 3/seed: 3\ncheckpoint: {path: seq.ckpt.h5, every: 10}/; s/out.xyz/seqck.xyz/'

@@ -608,6 +608,9 @@ static mdf_status run_sequential(const mdf_workflow *wf, run_state *rs, mdf_stag
     mdf_frame *frames = malloc((n + 1) * sizeof *frames);
     mdf_status st = idx && frames ? MDF_OK
                                   : mdf_error_set(err, MDF_ERR_NOMEM, "no memory to pack %zu systems in batches", n);
+    /* Every system is checked before the first batch runs: a bad one found
+     * later would cost the batches before it (they are written only on success). */
+    if (st == MDF_OK) st = mdf_sampler_check_dataset(rs->sampler, rs->model, wf->skin, err);
     handed_out h = {0, 0.0};
     double t0 = seconds_now();
     while (st == MDF_OK) {

@@ -222,6 +222,13 @@ void mdf_inflight_config_init(mdf_inflight_config *cfg);
 mdf_status mdf_stage_run_inflight(mdf_stage *s, mdf_model *m, const mdf_inflight_config *cfg,
                                   mdf_stage_report *report, mdf_error *err);
 
+/* Checks every system of the sampler's dataset against the batch rules and
+ * the model (its cutoff plus skin against each periodic cell), as
+ * mdf_stage_run_inflight does before any work: the error names the first
+ * system that would fail. For runs that build their own batches from the
+ * sampler, so that bad input is refused before any result is computed. */
+mdf_status mdf_sampler_check_dataset(const mdf_sampler *s, const mdf_model *m, double skin, mdf_error *err);
+
 /* Checkpoints. With checkpoint_path set, mdf_stage_run_inflight saves the
  * run's full state to that file every checkpoint_every steps and at exit
  * (after max_steps, after the last system, and when a hook stopped the run
