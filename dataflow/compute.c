@@ -6,6 +6,7 @@
 #include "compute.h"
 #include "../codelets/nlist/nlist_codelet.h"
 #include "../codelets/reduce/reduce_codelet.h"
+#include "../codelets/common/mdf_codelet.h"
 
 #define MDF_DEFAULT_SKIN 1.0
 /* Automatic chunk size: enough chunks for every worker to share a batch
@@ -132,9 +133,11 @@ static int plan_chunks(const mdf_sys_info *sys, int32_t nsys, int32_t slice, int
 
 /* ---- workspace ---------------------------------------------------------- */
 
+/* Zeroed, 64-byte aligned, padded as mdf_blob_register needs. */
 static void *aligned_zero(size_t bytes)
 {
     void *p = NULL;
+    bytes = mdf_blob_padded(bytes);
     if (posix_memalign(&p, 64, bytes ? bytes : 64)) return NULL;
     memset(p, 0, bytes);
     return p;
@@ -155,7 +158,7 @@ static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws 
     mdf_nl_bins_head *head = (mdf_nl_bins_head *)w->bins_mem;
     head->atom_cap = sh->atom_cap;
     head->sys_cap = sh->sys_cap;
-    starpu_vector_data_register(&w->bins, STARPU_MAIN_RAM, (uintptr_t)w->bins_mem, (uint32_t)bytes, 1);
+    mdf_blob_register(&w->bins, STARPU_MAIN_RAM, (uintptr_t)w->bins_mem, bytes);
     for (int k = 0; k < w->nchunks; k++) {
         const mdf_chunk *ch = &w->chunks[k];
         int32_t n = ch->atom_end - ch->atom_begin;
@@ -167,8 +170,7 @@ static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws 
         lh->natoms = n;
         lh->slots = c->slots;
         lh->atom_begin = ch->atom_begin;
-        starpu_vector_data_register(&w->lists[k], STARPU_MAIN_RAM, (uintptr_t)w->list_mem[k],
-                                    (uint32_t)lbytes, 1);
+        mdf_blob_register(&w->lists[k], STARPU_MAIN_RAM, (uintptr_t)w->list_mem[k], lbytes);
         if (w->nchunks == 1) continue; /* the single chunk writes the shard's own arrays */
         w->fpart_mem[k] = aligned_zero(sizeof(double) * 3 * (size_t)sh->atom_cap);
         w->rpart_mem[k] = aligned_zero(sizeof(mdf_sys_result) * (size_t)sh->sys_cap);

@@ -74,7 +74,7 @@ static mdf_snapshot pack_view(const void *buf)
 static void *pack_alloc(int64_t sys_cap, int64_t atom_cap)
 {
     mdf_pack_layout L = mdf_pack_layout_of(sys_cap, atom_cap);
-    mdf_pack_header *h = calloc(1, (size_t)L.total);
+    mdf_pack_header *h = calloc(1, mdf_blob_padded((size_t)L.total));
     if (!h) return NULL;
     h->sys_cap = sys_cap;
     h->atom_cap = atom_cap;
@@ -254,7 +254,7 @@ mdf_status mdf_sink_create_device(int64_t max_systems, int64_t max_atoms, mdf_si
     mdf_pack_layout L = mdf_pack_layout_of(max_systems, max_atoms);
     /* No home copy: StarPU allocates the storage where the init task runs
      * (the first GPU when there is one) and keeps it there. */
-    starpu_vector_data_register(&s->store, -1, 0, (uint32_t)L.total, 1);
+    mdf_blob_register(&s->store, -1, 0, (size_t)L.total);
     starpu_vector_data_register(&s->len, STARPU_MAIN_RAM, (uintptr_t)s->len_mem, 2, sizeof(int64_t));
     mdf_device_append_args a = {.work = max_atoms, .dst_sys_cap = max_systems, .dst_atom_cap = max_atoms};
     int ret = mdf_insert_device_init(s->store, s->len, &a, first_cuda_worker());
@@ -686,7 +686,7 @@ mdf_status mdf_sink_staging_create(mdf_sink_staging *st, int64_t sys_cap, int64_
         return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a snapshot staging buffer");
     }
     mdf_pack_layout L = mdf_pack_layout_of(st->sys_cap, st->atom_cap);
-    starpu_vector_data_register(&st->buf, STARPU_MAIN_RAM, (uintptr_t)st->buf_mem, (uint32_t)L.total, 1);
+    mdf_blob_register(&st->buf, STARPU_MAIN_RAM, (uintptr_t)st->buf_mem, (size_t)L.total);
     starpu_vector_data_register(&st->cnt, STARPU_MAIN_RAM, (uintptr_t)st->cnt_mem, MDF_PACK_CNT_N, sizeof(int64_t));
     return MDF_OK;
 }

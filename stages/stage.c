@@ -27,6 +27,7 @@
 #include "../codelets/converge/converge_codelet.h"
 #include "../codelets/host/host_view_codelet.h"
 #include "../codelets/velocity/velocity_codelet.h"
+#include "../codelets/common/mdf_codelet.h"
 
 #define MDF_MAX_HOOKS 64
 
@@ -550,17 +551,11 @@ static mdf_status create_workspaces(stage_run *r, int p, mdf_error *err)
         const mdf_shard *sh = &r->b->shards[k];
         size_t bytes = part->integ->work_bytes(&part->cfg.params, sh->atom_cap, sh->sys_cap);
         if (bytes == 0) bytes = 8;
-        /* StarPU vectors count elements in 32 bits. */
-        if (bytes > UINT32_MAX)
-            return mdf_error_set(err, MDF_ERR_INVALID,
-                                 "%s needs %.3g GB of workspace for shard %d (%d atoms), more than one StarPU "
-                                 "vector holds (4 GiB): use more shards (--shards) or a smaller history",
-                                 part->integ->name, (double)bytes / 1e9, k, sh->atom_cap);
-        r->work_mem[p][k] = calloc(1, bytes);
+        r->work_mem[p][k] = calloc(1, mdf_blob_padded(bytes));
         if (!r->work_mem[p][k])
             return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for %s's workspace (%zu bytes for shard %d)",
                                  part->integ->name, bytes, k);
-        starpu_vector_data_register(&r->work[p][k], STARPU_MAIN_RAM, (uintptr_t)r->work_mem[p][k], (uint32_t)bytes, 1);
+        mdf_blob_register(&r->work[p][k], STARPU_MAIN_RAM, (uintptr_t)r->work_mem[p][k], bytes);
     }
     return MDF_OK;
 }

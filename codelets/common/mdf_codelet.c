@@ -4,6 +4,25 @@
 #include <string.h>
 #include "mdf_codelet.h"
 
+static size_t blob_unit(size_t bytes)
+{
+    size_t unit = 1;
+    while (bytes / unit > UINT32_MAX || (bytes / unit == UINT32_MAX && bytes % unit)) unit *= 2;
+    return unit;
+}
+
+size_t mdf_blob_padded(size_t bytes)
+{
+    size_t unit = blob_unit(bytes);
+    return (bytes + unit - 1) / unit * unit;
+}
+
+void mdf_blob_register(starpu_data_handle_t *handle, int home, uintptr_t ptr, size_t bytes)
+{
+    size_t unit = blob_unit(bytes);
+    starpu_vector_data_register(handle, home, ptr, (uint32_t)((bytes + unit - 1) / unit), unit);
+}
+
 uint32_t mdf_footprint_by_work(struct starpu_task *task)
 {
     int64_t work = 0;

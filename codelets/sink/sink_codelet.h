@@ -8,6 +8,9 @@
 
 #include <starpu.h>
 #include "sink_kernel.h"
+#ifndef __CUDACC__
+#include "../common/mdf_codelet.h" /* MDF_USE_CUDA */
+#endif
 
 typedef struct mdf_device_append_args {
     int64_t work;                 /* atoms of the staging buffer (model key) */
