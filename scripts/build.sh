@@ -4,6 +4,9 @@
 #   MDF_CUDA=1  build against the CUDA-enabled StarPU 1.4 in STARPU_CUDA_PREFIX
 #               (default /opt/starpu-1.4-cuda; see scripts/build-starpu-cuda.sh)
 #   CFLAGS      compiler flags (default -O3 -g)
+#   MDF_CONFIGURE_ARGS  extra configure arguments (scripts/test.sh: --enable-tests)
+# configure runs again when its arguments, the flags or the detected
+# libraries' versions differ from the last configure of this build dir.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cuda=${MDF_CUDA:-0}
@@ -23,8 +26,23 @@ if [ "$cuda" = 1 ]; then
   export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-if [ ! -f Makefile ] || [ "$top/configure" -nt Makefile ]; then
-  "$top/configure" -q CFLAGS="${CFLAGS:--O3 -g}"
+# Configure again whenever what configure saw may have changed: its
+# arguments, the flags, or the versions of the libraries it detects (a
+# package installed after the first build, such as cmocka, must reach the
+# Makefile, or `make check` silently builds a partial suite).
+cflags=${CFLAGS:--O3 -g}
+stamp_of() {
+  echo "args: ${MDF_CONFIGURE_ARGS:-} CFLAGS=$cflags LDFLAGS=${LDFLAGS:-} PKG_CONFIG_PATH=${PKG_CONFIG_PATH:-}"
+  for m in starpu-1.4 starpu-1.3 hwloc hdf5 yaml-0.1 cmocka; do
+    echo "$m: $(pkg-config --modversion "$m" 2>/dev/null || echo missing)"
+  done
+}
+stamp=$(stamp_of)
+if [ ! -f Makefile ] || [ "$top/configure" -nt Makefile ] || [ "$(cat .mdf-configure-stamp 2>/dev/null)" != "$stamp" ]; then
+  [ -f Makefile ] && echo "build: configure again (its inputs changed)"
+  # shellcheck disable=SC2086  # MDF_CONFIGURE_ARGS is a list of words
+  "$top/configure" -q CFLAGS="$cflags" ${MDF_CONFIGURE_ARGS:-}
+  echo "$stamp" > .mdf-configure-stamp
 fi
 make -j"$(nproc)" >/dev/null
 echo "build: $(pwd)"

@@ -13,6 +13,9 @@ if [ "${MDF_SANITIZE:-0}" = 1 ]; then
   # StarPU's own threads leak small buffers at exit; we check our code.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
+# The C tests need cmocka: configure fails without it instead of leaving
+# them out.
+export MDF_CONFIGURE_ARGS="--enable-tests${MDF_CONFIGURE_ARGS:+ $MDF_CONFIGURE_ARGS}"
 "$top/scripts/build.sh" || exit 1
 cuda=${MDF_CUDA:-0}
 suffix=""
@@ -22,19 +25,37 @@ if [ "$cuda" = 1 ]; then
   export LD_LIBRARY_PATH="${STARPU_CUDA_PREFIX:-/opt/starpu-1.4-cuda}/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 cd "$build"
+rm -f tests/*.trs tests/*.log
 make -j"$(nproc)" check >/dev/null 2>&1
 status=$?
-# Show every test's result and the log of those that failed.
-for trs in $(find tests -name '*.trs' | sort); do
-  res=$(sed -n 's/^:test-result: //p' "$trs")
-  echo "${res:-UNKNOWN}: ${trs%.trs}"
-  if [ "$res" = FAIL ] || [ "$res" = ERROR ]; then sed 's/^/    /' "${trs%.trs}.log"; fi
+# Every test program the source tree has must be in the suite, and every
+# test of the suite must have run: one missing counts as failed, so a
+# partial suite can never close green.
+expected=$(make -s list-tests)
+missing_from_suite=0
+for src in "$top"/tests/test_*.c "$top"/tests/test_*.sh; do
+  name=tests/$(basename "${src%.c}")
+  if ! grep -qx "$name" <<<"$expected"; then
+    echo "NOT IN SUITE: $name ($src is not listed in tests/Makefile.inc)"
+    missing_from_suite=$((missing_from_suite + 1))
+  fi
 done
-pass=$(grep -h '^:test-result: PASS' tests/*.trs 2>/dev/null | wc -l)
-fail=$(grep -h -E '^:test-result: (FAIL|ERROR|XPASS)' tests/*.trs 2>/dev/null | wc -l)
-skip=$(grep -h '^:test-result: SKIP' tests/*.trs 2>/dev/null | wc -l)
+pass=0 fail=$missing_from_suite skip=0 total=0
+for t in $expected; do
+  total=$((total + 1))
+  trs=$t.trs
+  res=$(sed -n 's/^:test-result: //p' "$trs" 2>/dev/null | head -n 1)
+  echo "${res:-NOT RUN}: $t"
+  case $res in
+    PASS) pass=$((pass + 1)) ;;
+    SKIP) skip=$((skip + 1)) ;;
+    *) fail=$((fail + 1))
+       [ -f "$t.log" ] && sed 's/^/    /' "$t.log" ;;
+  esac
+done
 # cmocka's own counts, for the record.
 cases=$(grep -h '^\[  PASSED  \]' tests/*.log 2>/dev/null | awk '{s += $4} END {print s + 0}')
 echo "test cases passed inside the programs: $cases"
+echo "test programs in the suite: $total"
 echo "$pass passed, $fail failed, $skip skipped"
-[ "$status" -eq 0 ] && [ "$fail" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$fail" -eq 0 ] && [ "$total" -gt 0 ]

@@ -21,7 +21,8 @@
  *
  * Tolerances: single point, energies and virials 1e-10 relative, forces
  * 1e-9 eV/Å absolute (the GPU uses full lists without Newton's third law
- * and atomics for the per-system sums: the same numbers in another order);
+ * and its own fixed order for the per-system sums: the same numbers in
+ * another order);
  * after 50 NVE steps, positions within 1e-8 Å. */
 #include <math.h>
 #include <stdio.h>
@@ -208,6 +209,9 @@ static void run_nve(int kind, run_result *r)
     md.dt_fs = 2.0;
     md.steps = 50;
     md.skin = 0.4;
+    /* The automatic chunk size follows the worker count (4 chunks with one
+     * worker, 6 with two): fix it, so both runs cut the same chunks. */
+    md.chunk_atoms = 2048;
     md.thermo = NULL; /* mdf_sample has no CUDA implementation */
     TU_CALL(mdf_md_run, b, m, &md, &r->report);
     take_snapshot(b, &r->final);

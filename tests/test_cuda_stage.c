@@ -19,8 +19,8 @@
  * left, the NaN report), which are CPU-only by design, and StarPU refuses a
  * task that no worker can run (starpu_task_submit returns -ENODEV; see
  * _starpu_worker_exists in StarPU 1.4's src/core/workers.c), so the stage
- * would fail. Those runs use one CPU worker plus the CUDA workers under a
- * scheduling policy defined here ("gpu-first", after StarPU's
+ * would fail. Those runs use one CPU worker plus the CUDA workers under
+ * the "gpu-first" scheduling policy of tests/gpu_first.c (after StarPU's
  * examples/scheduler/dummy_sched.c): a task that a CUDA worker can execute
  * goes to the CUDA workers' queue, any other task to the CPU worker's queue,
  * and each worker pops only its own queue. So every codelet with a CUDA
@@ -87,6 +87,7 @@
 #include <starpu_scheduler.h>
 #include <starpu_profiling.h>
 #include "testutil.h"
+#include "gpu_first.h"
 #include "../codelets/common/mdf_kernel_common.h" /* buffer layouts of codelet hooks */
 
 enum { RUN_CPU = 0, RUN_CUDA_ONLY = 1, RUN_CUDA_HOST = 2 };
@@ -99,112 +100,6 @@ enum { RUN_CPU = 0, RUN_CUDA_ONLY = 1, RUN_CUDA_HOST = 2 };
 #define MAX_STEPS 50
 
 static int emulate; /* MDF_TEST_CUDA_STAGE_EMULATE */
-
-/* ---- the gpu-first scheduling policy --------------------------------------- */
-
-#define GF_NAMES 16
-typedef struct gpu_first {
-    pthread_mutex_t lock;
-    struct starpu_task_list queue[2]; /* 0: CPU workers, 1: CUDA workers */
-    long pushed[2];
-    long cuda_capable_on_cpu;         /* must stay 0 when a CUDA worker exists */
-    int nnames;
-    char names[GF_NAMES][48];         /* codelets sent to the CPU queue */
-} gpu_first;
-
-static gpu_first gf;
-
-static void gf_init(unsigned ctx) { (void)ctx; }
-static void gf_deinit(unsigned ctx) { (void)ctx; }
-
-static int gf_is_cuda(unsigned worker) { return starpu_worker_get_type((int)worker) == STARPU_CUDA_WORKER; }
-
-static void gf_note_name(const struct starpu_task *task)
-{
-    const char *name = task->cl && task->cl->name ? task->cl->name : task->name ? task->name : "(unnamed)";
-    for (int k = 0; k < gf.nnames; k++)
-        if (strcmp(gf.names[k], name) == 0) return;
-    if (gf.nnames < GF_NAMES) snprintf(gf.names[gf.nnames++], sizeof gf.names[0], "%s", name);
-}
-
-static int gf_push(struct starpu_task *task)
-{
-    struct starpu_worker_collection *workers = starpu_sched_ctx_get_worker_collection(task->sched_ctx);
-    struct starpu_sched_ctx_iterator it;
-    int to_cuda = 0, have_cuda = 0;
-    workers->init_iterator(workers, &it);
-    while (workers->has_next(workers, &it)) {
-        unsigned w = workers->get_next(workers, &it);
-        if (!gf_is_cuda(w)) continue;
-        have_cuda = 1;
-        if (starpu_worker_can_execute_task_first_impl(w, task, NULL)) to_cuda = 1;
-    }
-    pthread_mutex_lock(&gf.lock);
-    starpu_task_list_push_back(&gf.queue[to_cuda], task);
-    gf.pushed[to_cuda]++;
-    if (!to_cuda) {
-        gf_note_name(task);
-        if (have_cuda && task->cl && task->cl->cuda_funcs[0]) gf.cuda_capable_on_cpu++;
-    }
-    starpu_push_task_end(task);
-    pthread_mutex_unlock(&gf.lock);
-    /* Wake the workers of that queue (after the unlock: waking takes their
-     * scheduling mutexes, which poppers hold while they take ours). */
-    workers->init_iterator(workers, &it);
-    while (workers->has_next(workers, &it)) {
-        unsigned w = workers->get_next(workers, &it);
-        if (gf_is_cuda(w) == to_cuda) starpu_wake_worker_relax_light((int)w);
-    }
-    return 0;
-}
-
-/* Called with the worker's scheduling mutex held. */
-static struct starpu_task *gf_pop(unsigned ctx)
-{
-    (void)ctx;
-    unsigned w = starpu_worker_get_id_check();
-    enum starpu_worker_archtype type = starpu_worker_get_type((int)w);
-    if (type != STARPU_CUDA_WORKER && type != STARPU_CPU_WORKER) return NULL; /* none started */
-    int q = type == STARPU_CUDA_WORKER;
-    struct starpu_task *task = NULL;
-    starpu_worker_relax_on();
-    pthread_mutex_lock(&gf.lock);
-    starpu_worker_relax_off();
-    if (!starpu_task_list_empty(&gf.queue[q])) task = starpu_task_list_pop_front(&gf.queue[q]);
-    pthread_mutex_unlock(&gf.lock);
-    unsigned nimpl = 0;
-    if (task && starpu_worker_can_execute_task_first_impl(w, task, &nimpl)) starpu_task_set_implementation(task, nimpl);
-    return task;
-}
-
-static struct starpu_sched_policy gf_policy = {
-    .init_sched = gf_init,
-    .deinit_sched = gf_deinit,
-    .push_task = gf_push,
-    .pop_task = gf_pop,
-    .policy_name = "mdf-test-gpu-first",
-    .policy_description = "tasks a CUDA worker can run go to the CUDA workers, the rest to the CPU ones",
-    .worker_type = STARPU_WORKER_LIST,
-};
-
-static void start_gpu_first(void)
-{
-    memset(&gf, 0, sizeof gf);
-    pthread_mutex_init(&gf.lock, NULL);
-    starpu_task_list_init(&gf.queue[0]);
-    starpu_task_list_init(&gf.queue[1]);
-    struct starpu_conf conf;
-    starpu_conf_init(&conf);
-    /* A policy name (STARPU_SCHED, unset by main) would win over the policy. */
-    conf.sched_policy_name = NULL;
-    conf.sched_policy = &gf_policy;
-    conf.ncpus = 1;                 /* the host-view tasks */
-    conf.ncuda = emulate ? 0 : -1;  /* every CUDA worker */
-    conf.nopencl = 0;
-    int ret = starpu_init(&conf);
-    if (ret != 0) fail_msg("cannot start StarPU with the gpu-first policy (error %d)", ret);
-    starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
-}
 
 /* ---- the systems ------------------------------------------------------------- */
 
@@ -323,7 +218,7 @@ typedef struct run_result {
     double fpath[MAX_SYS][MAX_STEPS + 1]; /* fmax after each step's check, while in the stage (NaN: none) */
     int cpu_workers, cuda_workers;
     long cpu_tasks, cuda_tasks;
-    gpu_first policy; /* counters of the gpu-first run (lock and queues unused) */
+    tu_gpu_first_counts policy; /* counters of the gpu-first run */
 } run_result;
 
 static int needs_host_tasks(const case_spec *c)
@@ -343,7 +238,7 @@ static void start_workers(int kind)
 {
     if (kind == RUN_CPU) tu_start(NULL, -1, 0);
     else if (kind == RUN_CUDA_ONLY) tu_start(NULL, emulate ? 1 : 0, !emulate);
-    else start_gpu_first();
+    else tu_start_gpu_first(emulate ? 0 : -1);
     mdf_runtime_reset_stats();
 }
 
@@ -498,12 +393,11 @@ static void run_case(const case_spec *c, int kind, run_result *r)
     mdf_model_destroy(m);
     for (size_t i = 0; i < n; i++) mdf_frame_free(&frames[i]);
     if (kind == RUN_CUDA_HOST) {
-        pthread_mutex_lock(&gf.lock);
-        r->policy = gf;
-        pthread_mutex_unlock(&gf.lock);
+        r->policy = tu_gpu_first_counts_get();
+        tu_stop_gpu_first();
+    } else {
+        tu_stop();
     }
-    tu_stop();
-    if (kind == RUN_CUDA_HOST) pthread_mutex_destroy(&gf.lock);
 }
 
 static void free_result(run_result *r)

@@ -1,0 +1,577 @@
+/* mdflow tests — whole runs on the GPU against the same runs on the CPU:
+ * what a first GPU run must show beyond the single codelets (test_cuda.c,
+ * test_cuda_stage.c).
+ *
+ *  - inflight: a fused stage (FIRE for 25 steps, then Langevin at 25 K for
+ *    30 steps from entry velocities) over 40 argon clusters of 13-55 atoms
+ *    under a 400-atom budget, so finished systems are handed out and new
+ *    ones refilled in place many times. Every system's final frame (status,
+ *    steps, energy, positions, velocities) against the CPU run's.
+ *  - device sink: snapshots every 5 steps of a 20-step Nosé–Hoover run of
+ *    three systems into a device sink (GPU run) and into a host sink (CPU
+ *    run): the same frames in the same order, equal within tolerance.
+ *  - large: one system of 1,000,188 atoms (fcc 63x63x63), energy, forces
+ *    and virial at step 0, then 10 NVE steps: on the GPU it spans thousands
+ *    of blocks in every per-system kernel.
+ *  - mixed: CPU and CUDA workers together under dmdas on one batch of 48
+ *    systems in 12 shards, 40 Langevin steps: both kinds of worker execute
+ *    model tasks, and the results equal the CPU-only run's.
+ *  - bytes: the inflight run twice on the GPU: every final frame identical
+ *    byte for byte (the GPU's sums have a fixed order; no atomics).
+ *
+ * The GPU runs use the gpu-first policy (tests/gpu_first.c): every task with
+ * a CUDA implementation runs on a GPU, the census and other host-view tasks
+ * on one CPU worker; each GPU run asserts that no CUDA-capable task reached
+ * the CPU. Without a CUDA worker the program exits 77 (skipped).
+ *
+ * MDF_TEST_CUDA_EMULATE=1 runs the comparisons with the "GPU" side on CPU
+ * workers, its starting positions moved by up to 1e-11 Å in the dynamics
+ * cases: a check of the test and of its tolerances against an initial error
+ * far larger than the GPU's round-off (it tests no CUDA code). The 1 M-atom
+ * case then runs only with MDF_TEST_CUDA_LARGE=1 (minutes on 2 cores).
+ *
+ * Tolerances, as test_cuda_stage.c argues for up to 50 steps (round-off of
+ * ~1e-15 per step carried forward): positions and velocities 1e-7 (55
+ * steps), energies 1e-8 relative with a floor of 1 meV per atom; statuses
+ * and step counters exactly (no decision here hangs on a threshold: stages
+ * end on step counts). Single points: energies and virials 1e-10 relative,
+ * forces 1e-9 eV/Å (test_cuda.c's). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <starpu.h>
+#include "testutil.h"
+#include "gpu_first.h"
+
+enum { RUN_CPU = 0, RUN_GPU = 1 };
+
+#define NDATA 40
+#define BUDGET_ATOMS 400
+#define RELAX_STEPS 25
+#define MD_STEPS 30
+#define CHUNK_ATOMS 512   /* fixed: the automatic size depends on the worker count */
+#define EMU_JITTER 1e-11
+
+static int emulate;
+
+/* ---- runs ------------------------------------------------------------------ */
+
+typedef struct worker_counts {
+    long cpu_tasks, cuda_tasks;
+    tu_gpu_first_counts policy;
+} worker_counts;
+
+static void start(int kind, const char *sched)
+{
+    if (kind == RUN_CPU) tu_start(sched, -1, 0);
+    else if (sched) tu_start(sched, -1, !emulate); /* every worker of both kinds */
+    else tu_start_gpu_first(emulate ? 0 : -1);
+    mdf_runtime_reset_stats();
+}
+
+static void stop(int kind, const char *sched, worker_counts *wc)
+{
+    memset(wc, 0, sizeof *wc);
+    mdf_worker_stats st[64];
+    int n = mdf_runtime_worker_stats(st, 64);
+    for (int w = 0; w < n && w < 64; w++) {
+        if (starpu_worker_get_type(w) == STARPU_CUDA_WORKER) wc->cuda_tasks += st[w].tasks;
+        else wc->cpu_tasks += st[w].tasks;
+    }
+    if (kind == RUN_GPU && !sched) {
+        wc->policy = tu_gpu_first_counts_get();
+        tu_stop_gpu_first();
+    } else {
+        tu_stop();
+    }
+}
+
+/* A GPU run under gpu-first ran its CUDA-capable tasks on the GPU. */
+static void check_gpu_first(const worker_counts *wc)
+{
+    printf("# gpu-first: %ld tasks to the CUDA queue, %ld to the CPU queue:", wc->policy.pushed[1],
+           wc->policy.pushed[0]);
+    for (int k = 0; k < wc->policy.nnames; k++) printf(" %s", wc->policy.names[k]);
+    printf("\n");
+    assert_true(wc->policy.pushed[0] + wc->policy.pushed[1] > 0);
+    if (emulate) return;
+    assert_int_equal(wc->policy.cuda_capable_on_cpu, 0);
+    assert_true(wc->policy.pushed[1] > 0);
+    assert_true(wc->cuda_tasks > 0);
+}
+
+static void jitter(mdf_frame *f, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < 3 * f[i].natoms; k++) f[i].positions[k] += EMU_JITTER * (2.0 * tu_rand(&seed) - 1.0);
+}
+
+/* ---- final states ------------------------------------------------------------ */
+
+typedef struct sys_final {
+    int seen;
+    int32_t status;
+    int64_t natoms, step, stage_step;
+    double epot, ekin, vir[9];
+    double *pos, *vel, *force;
+} sys_final;
+
+static double *dup_array(const double *src, int64_t n)
+{
+    double *d = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+    assert_non_null(d);
+    if (src) memcpy(d, src, sizeof(double) * (size_t)n);
+    return d;
+}
+
+static void keep_final(sys_final *y, const mdf_frame *f, const mdf_system_view *v)
+{
+    y->seen++;
+    y->status = v->status;
+    y->natoms = f->natoms;
+    y->step = v->step;
+    y->stage_step = v->stage_step;
+    y->epot = v->potential_energy;
+    y->ekin = v->kinetic_energy;
+    memcpy(y->vir, v->virial, sizeof y->vir);
+    y->pos = dup_array(f->positions, 3 * f->natoms);
+    y->vel = dup_array(f->velocities, 3 * f->natoms);
+    y->force = dup_array(f->forces, 3 * f->natoms);
+}
+
+static void free_finals(sys_final *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(y[i].pos);
+        free(y[i].vel);
+        free(y[i].force);
+    }
+    memset(y, 0, sizeof *y * n);
+}
+
+typedef struct tolerances {
+    double energy_rel, virial_rel, force_abs, pos_abs, vel_abs;
+} tolerances;
+
+static const tolerances dynamics_tol = {.energy_rel = 1e-8, .virial_rel = 1e-7, .force_abs = 1e-6, .pos_abs = 1e-7,
+                                        .vel_abs = 1e-7};
+
+static double reldiff_scaled(double a, double b, double floor) { return fabs(a - b) / fmax(floor, fmax(fabs(a), fabs(b))); }
+
+static void compare_final(const sys_final *a, const sys_final *b, const tolerances *tol, const char *what, size_t i)
+{
+    assert_int_equal(a->seen, 1);
+    assert_int_equal(b->seen, 1);
+    assert_int_equal(a->natoms, b->natoms);
+    assert_int_equal(a->status, b->status);
+    assert_int_equal(a->step, b->step);
+    assert_int_equal(a->stage_step, b->stage_step);
+    double floor_e = 1e-3 * (double)a->natoms;
+    double de = reldiff_scaled(a->epot, b->epot, floor_e), dk = reldiff_scaled(a->ekin, b->ekin, floor_e);
+    double wmax = floor_e, dw = 0.0, df = 0.0, dx = 0.0, dv = 0.0;
+    for (int k = 0; k < 9; k++) wmax = fmax(wmax, fmax(fabs(a->vir[k]), fabs(b->vir[k])));
+    for (int k = 0; k < 9; k++) {
+        if (isfinite(a->vir[k]) != isfinite(b->vir[k])) dw = INFINITY; /* a virial on one side only */
+        else if (isfinite(a->vir[k])) dw = fmax(dw, fabs(a->vir[k] - b->vir[k]) / wmax);
+    }
+    for (int64_t k = 0; k < 3 * a->natoms; k++) {
+        df = fmax(df, fabs(a->force[k] - b->force[k]));
+        dx = fmax(dx, fabs(a->pos[k] - b->pos[k]));
+        dv = fmax(dv, fabs(a->vel[k] - b->vel[k]));
+    }
+    if (i < 3 || de > tol->energy_rel || dx > tol->pos_abs)
+        printf("# %s system %zu (%lld atoms, step %lld): rel dE %.2e, rel dKE %.2e, rel dW %.2e, |dF| %.2e, "
+               "|dx| %.2e, |dv| %.2e\n",
+               what, i, (long long)a->natoms, (long long)a->step, de, dk, dw, df, dx, dv);
+    assert_true(de <= tol->energy_rel);
+    assert_true(dk <= tol->energy_rel);
+    assert_true(dw <= tol->virial_rel);
+    assert_true(df <= tol->force_abs);
+    assert_true(dx <= tol->pos_abs);
+    assert_true(dv <= tol->vel_abs);
+}
+
+/* ---- inflight: relax + md, fused, with refills ---------------------------------- */
+
+static mdf_model *argon(double rc)
+{
+    mdf_lj_config lj = tu_argon(rc, 1);
+    mdf_model *m = NULL;
+    TU_CALL(mdf_model_create_lj, &lj, &m);
+    return m;
+}
+
+static mdf_stage *relax_then_md(void)
+{
+    mdf_stage_config rc, mc;
+    mdf_stage_config_init(&rc);
+    rc.integrator = "fire";
+    rc.chunk_atoms = CHUNK_ATOMS;
+    rc.check_interval = 5;
+    mdf_stage *relax = NULL, *md = NULL, *fused = NULL;
+    TU_CALL(mdf_stage_create, &rc, &relax);
+    TU_CALL(mdf_stage_add_criterion, relax, MDF_CRITERION_STEPS, RELAX_STEPS);
+    mdf_stage_config_init(&mc);
+    mc.integrator = "langevin";
+    mc.status = 1;
+    mc.converged_status = 2;
+    mc.chunk_atoms = CHUNK_ATOMS;
+    mc.check_interval = 5;
+    mc.params.dt_fs = 5.0;
+    mc.params.temperature_K = 25.0;
+    mc.params.seed = 4;
+    mc.entry_temperature_K = 25.0;
+    TU_CALL(mdf_stage_create, &mc, &md);
+    TU_CALL(mdf_stage_add_criterion, md, MDF_CRITERION_STEPS, MD_STEPS);
+    TU_CALL(mdf_fuse, relax, md, &fused);
+    TU_CALL(mdf_stage_set_max_steps, fused, 5000);
+    return fused;
+}
+
+static int keep_exit(void *user, const mdf_frame *f, const mdf_system_view *v)
+{
+    sys_final *fin = (sys_final *)user;
+    assert_true(v->id >= 0 && v->id < NDATA);
+    keep_final(&fin[v->id], f, v);
+    return 0;
+}
+
+static void run_inflight(int kind, int jittered, sys_final fin[NDATA], mdf_stage_report *rep, worker_counts *wc)
+{
+    start(kind, NULL);
+    mdf_frame frames[NDATA];
+    for (int i = 0; i < NDATA; i++) frames[i] = tu_mixed_cluster(i, 0.05, 3);
+    if (jittered) jitter(frames, NDATA, 17);
+    mdf_sampler_config sc;
+    mdf_sampler_config_init(&sc);
+    sc.max_atoms = BUDGET_ATOMS;
+    mdf_sampler *sampler = NULL;
+    TU_CALL(mdf_sampler_create, frames, NDATA, &sc, &sampler);
+    mdf_model *m = argon(6.5);
+    mdf_stage *s = relax_then_md();
+    memset(fin, 0, sizeof(sys_final) * NDATA);
+    mdf_inflight_config ic;
+    mdf_inflight_config_init(&ic);
+    ic.sampler = sampler;
+    ic.refill_interval = 5;
+    ic.refill_fraction = 0.0;
+    ic.nshards = 2;
+    ic.on_exit = keep_exit;
+    ic.user = fin;
+    TU_CALL(mdf_stage_run_inflight, s, m, &ic, rep);
+    mdf_stage_destroy(s);
+    mdf_model_destroy(m);
+    mdf_sampler_destroy(sampler);
+    for (int i = 0; i < NDATA; i++) mdf_frame_free(&frames[i]);
+    stop(kind, NULL, wc);
+}
+
+static void test_inflight(void **state)
+{
+    (void)state;
+    static sys_final cpu[NDATA], gpu[NDATA];
+    mdf_stage_report rc, rg;
+    worker_counts wc, wg;
+    run_inflight(RUN_CPU, 0, cpu, &rc, &wc);
+    run_inflight(RUN_GPU, emulate, gpu, &rg, &wg);
+    check_gpu_first(&wg);
+    printf("# inflight: CPU %lld steps, %lld refills; GPU %lld steps, %lld refills\n", (long long)rc.steps,
+           (long long)rc.refills, (long long)rg.steps, (long long)rg.refills);
+    /* Refill points wait for the census, which arrives when the tasks run:
+     * the refill count and the run's length depend on timing, a system's
+     * trajectory does not (each follows the one it would follow alone). */
+    assert_true(rc.refills >= 2 && rg.refills >= 2); /* the budget holds about a quarter of the dataset */
+    assert_int_equal(rc.converged, NDATA);
+    assert_int_equal(rg.converged, NDATA);
+    for (size_t i = 0; i < NDATA; i++) {
+        assert_int_equal(cpu[i].status, 2);
+        assert_int_equal(cpu[i].step, RELAX_STEPS + MD_STEPS); /* every system ran both parts */
+        compare_final(&cpu[i], &gpu[i], &dynamics_tol, "inflight", i);
+    }
+    free_finals(cpu, NDATA);
+    free_finals(gpu, NDATA);
+}
+
+/* Two GPU runs, every byte of every final frame equal. */
+static void test_bytes(void **state)
+{
+    (void)state;
+    static sys_final a[NDATA], b[NDATA];
+    mdf_stage_report ra, rb;
+    worker_counts wa, wb;
+    run_inflight(RUN_GPU, 0, a, &ra, &wa);
+    run_inflight(RUN_GPU, 0, b, &rb, &wb);
+    check_gpu_first(&wb);
+    size_t differing = 0;
+    for (size_t i = 0; i < NDATA; i++) {
+        assert_int_equal(a[i].natoms, b[i].natoms);
+        size_t bytes = sizeof(double) * 3 * (size_t)a[i].natoms;
+        int same = a[i].status == b[i].status && a[i].step == b[i].step &&
+                   memcmp(&a[i].epot, &b[i].epot, sizeof a[i].epot) == 0 &&
+                   memcmp(&a[i].ekin, &b[i].ekin, sizeof a[i].ekin) == 0 &&
+                   memcmp(a[i].vir, b[i].vir, sizeof a[i].vir) == 0 && memcmp(a[i].pos, b[i].pos, bytes) == 0 &&
+                   memcmp(a[i].vel, b[i].vel, bytes) == 0 && memcmp(a[i].force, b[i].force, bytes) == 0;
+        if (!same) {
+            differing++;
+            printf("# system %zu differs between the two GPU runs: E %.17g vs %.17g\n", i, a[i].epot, b[i].epot);
+        }
+    }
+    printf("# %zu of %d final frames differ between two GPU runs\n", differing, NDATA);
+    assert_int_equal(differing, 0);
+    free_finals(a, NDATA);
+    free_finals(b, NDATA);
+}
+
+/* ---- snapshots into a device sink ----------------------------------------------- */
+
+#define SNAP_STEPS 20
+#define SNAP_EVERY 5
+#define SNAP_SYS 3
+
+static size_t snap_frames(mdf_frame *f)
+{
+    static const int pbc0[3] = {0, 0, 0};
+    static const int ar[1] = {18};
+    double cell[9] = {15.0, 0, 0, 0, 15.0, 0, 0, 0, 15.0};
+    size_t n = 0;
+    f[n++] = tu_fcc(4, 4, 4, 5.3, 18, 0.0, 0.05, 301);
+    f[n++] = tu_random(60, cell, pbc0, 3.1, ar, 1, 302);
+    f[n++] = tu_fcc(3, 3, 3, 5.3, 18, 0.1, 0.05, 303);
+    return n;
+}
+
+typedef struct snap_set {
+    int64_t n;
+    mdf_frame f[SNAP_SYS * (SNAP_STEPS / SNAP_EVERY + 1)];
+} snap_set;
+
+static int64_t info_int(const mdf_frame *f, const char *key)
+{
+    const char *v = mdf_frame_get_info(f, key);
+    assert_non_null(v);
+    return strtoll(v, NULL, 10);
+}
+
+static void run_snapshots(int kind, int jittered, snap_set *out, worker_counts *wc)
+{
+    start(kind, NULL);
+    mdf_frame frames[SNAP_SYS];
+    size_t n = snap_frames(frames);
+    if (jittered) jitter(frames, n, 29);
+    mdf_model *m = argon(6.0);
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    bc.nshards = 2;
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, frames, n, &bc, &b);
+    TU_CALL(mdf_batch_thermalize, b, 60.0, 5, 0);
+    mdf_sink *sink = NULL;
+    int64_t cap = (int64_t)(sizeof out->f / sizeof out->f[0]);
+    if (kind == RUN_GPU) TU_CALL(mdf_sink_create_device, cap, cap * 256, &sink);
+    else TU_CALL(mdf_sink_create_host, cap, cap * 256, &sink);
+    mdf_stage_config sc;
+    mdf_stage_config_init(&sc);
+    sc.integrator = "nose_hoover";
+    sc.max_steps = SNAP_STEPS;
+    sc.chunk_atoms = CHUNK_ATOMS;
+    sc.params.dt_fs = 2.0;
+    sc.params.temperature_K = 60.0;
+    sc.params.nose_hoover.tau_fs = 50.0;
+    mdf_stage *s = NULL;
+    TU_CALL(mdf_stage_create, &sc, &s);
+    mdf_hook *h = NULL;
+    TU_CALL(mdf_hook_create_snapshot, sink, SNAP_EVERY, &h);
+    TU_CALL(mdf_stage_add_hook, s, h);
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run, s, b, m, &rep);
+    mdf_stage_destroy(s);
+    out->n = mdf_sink_length(sink);
+    assert_true(out->n <= cap);
+    for (int64_t i = 0; i < out->n; i++) TU_CALL(mdf_sink_read, sink, i, &out->f[i]);
+    mdf_sink_destroy(sink);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    for (size_t i = 0; i < n; i++) mdf_frame_free(&frames[i]);
+    stop(kind, NULL, wc);
+}
+
+static void test_device_sink(void **state)
+{
+    (void)state;
+    static snap_set cpu, gpu;
+    worker_counts wc, wg;
+    run_snapshots(RUN_CPU, 0, &cpu, &wc);
+    run_snapshots(RUN_GPU, emulate, &gpu, &wg);
+    check_gpu_first(&wg);
+    printf("# snapshots: %lld on the CPU (host sink), %lld on the GPU (device sink)\n", (long long)cpu.n,
+           (long long)gpu.n);
+    /* Steps 0, 5, ..., 20 of every system. */
+    assert_int_equal(cpu.n, SNAP_SYS * (SNAP_STEPS / SNAP_EVERY + 1));
+    assert_int_equal(gpu.n, cpu.n);
+    double dx = 0.0, dv = 0.0;
+    for (int64_t i = 0; i < cpu.n; i++) {
+        const mdf_frame *a = &cpu.f[i], *b = &gpu.f[i];
+        assert_int_equal(info_int(a, "mdf_step"), info_int(b, "mdf_step"));
+        assert_int_equal(info_int(a, "mdf_system_id"), info_int(b, "mdf_system_id"));
+        assert_int_equal(a->natoms, b->natoms);
+        for (int64_t k = 0; k < 3 * a->natoms; k++) {
+            dx = fmax(dx, fabs(a->positions[k] - b->positions[k]));
+            dv = fmax(dv, fabs(a->velocities[k] - b->velocities[k]));
+        }
+    }
+    printf("# snapshots: max |dx| %.2e Å, max |dv| %.2e\n", dx, dv);
+    assert_true(dx <= dynamics_tol.pos_abs);
+    assert_true(dv <= dynamics_tol.vel_abs);
+    for (int64_t i = 0; i < cpu.n; i++) {
+        mdf_frame_free(&cpu.f[i]);
+        mdf_frame_free(&gpu.f[i]);
+    }
+}
+
+/* ---- one system of a million atoms ----------------------------------------------- */
+
+#define LARGE_CELLS 63 /* 4 * 63^3 = 1,000,188 atoms */
+#define LARGE_STEPS 10
+
+static void run_large(int kind, sys_final *single, sys_final *after, worker_counts *wc)
+{
+    start(kind, NULL);
+    mdf_frame f = tu_fcc(LARGE_CELLS, LARGE_CELLS, LARGE_CELLS, 5.3, 18, 0.0, 0.05, 401);
+    mdf_model *m = argon(6.0);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, &f, 1, NULL, &b);
+    TU_CALL(mdf_compute_forces, b, m);
+    mdf_system_view v;
+    mdf_frame g;
+    memset(&g, 0, sizeof g);
+    TU_CALL(mdf_batch_get_frame, b, 0, &g);
+    TU_CALL(mdf_batch_get_system, b, 0, &v);
+    keep_final(single, &g, &v);
+    mdf_frame_free(&g);
+    TU_CALL(mdf_batch_thermalize, b, 40.0, 6, 0);
+    mdf_md_config md;
+    mdf_md_config_init(&md);
+    md.dt_fs = 2.0;
+    md.steps = LARGE_STEPS;
+    md.chunk_atoms = 1 << 20; /* one chunk: the single large task a GPU wants */
+    md.thermo = NULL;
+    mdf_md_report rep;
+    TU_CALL(mdf_md_run, b, m, &md, &rep);
+    TU_CALL(mdf_batch_get_frame, b, 0, &g);
+    TU_CALL(mdf_batch_get_system, b, 0, &v);
+    keep_final(after, &g, &v);
+    mdf_frame_free(&g);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    mdf_frame_free(&f);
+    stop(kind, NULL, wc);
+}
+
+static void test_large(void **state)
+{
+    (void)state;
+    if (emulate && !getenv("MDF_TEST_CUDA_LARGE")) {
+        printf("# emulation: the 1 M-atom case needs MDF_TEST_CUDA_LARGE=1\n");
+        skip();
+    }
+    sys_final c0, c1, g0, g1;
+    memset(&c0, 0, sizeof c0);
+    memset(&c1, 0, sizeof c1);
+    memset(&g0, 0, sizeof g0);
+    memset(&g1, 0, sizeof g1);
+    worker_counts wc, wg;
+    run_large(RUN_CPU, &c0, &c1, &wc);
+    run_large(RUN_GPU, &g0, &g1, &wg);
+    check_gpu_first(&wg);
+    assert_int_equal(c0.natoms, 4 * LARGE_CELLS * LARGE_CELLS * LARGE_CELLS);
+    tolerances single = {.energy_rel = 1e-10, .virial_rel = 1e-10, .force_abs = 1e-9, .pos_abs = 0.0, .vel_abs = INFINITY};
+    compare_final(&c0, &g0, &single, "1 M atoms, step 0", 0);
+    compare_final(&c1, &g1, &dynamics_tol, "1 M atoms, 10 NVE steps", 0);
+    free_finals(&c0, 1);
+    free_finals(&c1, 1);
+    free_finals(&g0, 1);
+    free_finals(&g1, 1);
+}
+
+/* ---- CPU and GPU workers on one batch under dmdas --------------------------------- */
+
+#define MIXED_SYS 48
+#define MIXED_SHARDS 12
+
+static void run_mixed(int kind, int jittered, sys_final fin[MIXED_SYS], worker_counts *wc)
+{
+    start(kind, "dmdas");
+    mdf_frame frames[MIXED_SYS];
+    for (int i = 0; i < MIXED_SYS; i++) frames[i] = tu_mixed_cluster(i, 0.05, 9);
+    if (jittered) jitter(frames, MIXED_SYS, 41);
+    mdf_model *m = argon(6.5);
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    bc.nshards = MIXED_SHARDS;
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, frames, MIXED_SYS, &bc, &b);
+    TU_CALL(mdf_batch_thermalize, b, 25.0, 8, 0);
+    mdf_md_config md;
+    mdf_md_config_init(&md);
+    md.integrator = "langevin";
+    md.params.temperature_K = 25.0;
+    md.params.seed = 8;
+    md.dt_fs = 5.0;
+    md.steps = 40;
+    md.chunk_atoms = CHUNK_ATOMS;
+    md.thermo = NULL;
+    mdf_md_report rep;
+    TU_CALL(mdf_md_run, b, m, &md, &rep);
+    TU_CALL(mdf_batch_sync, b);
+    memset(fin, 0, sizeof(sys_final) * MIXED_SYS);
+    for (size_t i = 0; i < MIXED_SYS; i++) {
+        mdf_frame g;
+        memset(&g, 0, sizeof g);
+        mdf_system_view v;
+        TU_CALL(mdf_batch_get_frame, b, i, &g);
+        TU_CALL(mdf_batch_get_system, b, i, &v);
+        keep_final(&fin[i], &g, &v);
+        mdf_frame_free(&g);
+    }
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    for (int i = 0; i < MIXED_SYS; i++) mdf_frame_free(&frames[i]);
+    stop(kind, "dmdas", wc);
+}
+
+static void test_mixed_dmdas(void **state)
+{
+    (void)state;
+    static sys_final cpu[MIXED_SYS], mixed[MIXED_SYS];
+    worker_counts wc, wm;
+    run_mixed(RUN_CPU, 0, cpu, &wc);
+    run_mixed(RUN_GPU, emulate, mixed, &wm);
+    printf("# dmdas: %ld tasks on CPU workers, %ld on CUDA workers\n", wm.cpu_tasks, wm.cuda_tasks);
+    if (!emulate) {
+        assert_true(wm.cuda_tasks > 0);
+        assert_true(wm.cpu_tasks > 0);
+    }
+    for (size_t i = 0; i < MIXED_SYS; i++) compare_final(&cpu[i], &mixed[i], &dynamics_tol, "dmdas", i);
+    free_finals(cpu, MIXED_SYS);
+    free_finals(mixed, MIXED_SYS);
+}
+
+int main(void)
+{
+    /* The tests choose workers and policies themselves. */
+    unsetenv("STARPU_NCPU");
+    unsetenv("STARPU_NCPUS");
+    unsetenv("STARPU_NCUDA");
+    unsetenv("STARPU_SCHED");
+    emulate = getenv("MDF_TEST_CUDA_EMULATE") && atoi(getenv("MDF_TEST_CUDA_EMULATE")) != 0;
+    if (!emulate && !tu_have_cuda_worker()) {
+        printf("# no CUDA worker (no GPU, or a StarPU without CUDA): skipped\n");
+        return TU_SKIP;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inflight),  cmocka_unit_test(test_bytes), cmocka_unit_test(test_device_sink),
+        cmocka_unit_test(test_mixed_dmdas), cmocka_unit_test(test_large),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
