@@ -140,6 +140,35 @@ static void test_nan_force_never_converges(void **state)
     assert_true(isnan(r.fmax));
 }
 
+/* A NaN force on an early atom is not hidden by finite forces after it
+ * (issue 21, finding 4: the running maximum took the next finite value). */
+static void test_nan_force_then_finite_never_converges(void **state)
+{
+    (void)state;
+    double f[9] = {0, NAN, 0, 0.5, 0, 0, 0, 0, 0.25};
+    mdf_sys_info si;
+    mdf_sys_result r;
+    mdf_sys_state st;
+    fresh_system(&si, &r, &st);
+    si.natoms = 3;
+    struct starpu_vector_interface vf = {.ptr = (uintptr_t)f}, vs = {.ptr = (uintptr_t)&si},
+                                   vr = {.ptr = (uintptr_t)&r}, vst = {.ptr = (uintptr_t)&st};
+    void *buffers[4] = {&vf, &vs, &vr, &vst};
+    mdf_converge_args a = crit(MDF_CRIT_FMAX, 1e300, 0, 0);
+    a.nsys = 1;
+    mdf_converge_cpu(buffers, &a);
+    assert_int_equal(si.status, 0);
+    assert_false(si.flags & MDF_SYS_CONVERGED_NOW);
+    assert_true(isnan(r.fmax));
+    /* The finite maximum stays exact when no NaN is there. */
+    f[1] = 0.0;
+    fresh_system(&si, &r, &st);
+    si.natoms = 3;
+    mdf_converge_cpu(buffers, &a);
+    assert_true(r.fmax == 0.5);
+    assert_int_equal(si.status, 7);
+}
+
 /* ---- a batch of small argon clusters ------------------------------------------- */
 
 static mdf_frame cluster(int n, double spacing, uint64_t seed)
@@ -571,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_threshold_inclusive),
         cmocka_unit_test(test_two_criteria_need_both),
         cmocka_unit_test(test_nan_force_never_converges),
+        cmocka_unit_test(test_nan_force_then_finite_never_converges),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_hook_order_and_frequency),
         cmocka_unit_test(test_systems_converge_at_their_own_step),

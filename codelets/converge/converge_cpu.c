@@ -16,8 +16,9 @@ void mdf_converge_cpu(void *buffers[], void *cl_arg)
         int32_t a1 = sys[s].atom_start + sys[s].natoms;
         for (int32_t i = sys[s].atom_start; i < a1; i++) {
             double n2 = mdf_force_norm2(f + 3 * i);
-            /* A NaN force must not pass for a small one. */
-            if (!(n2 <= m2)) m2 = n2;
+            /* A NaN force must not pass for a small one, nor be replaced by
+             * a later finite one: NaN wins (as mdf_seg_combine on the GPU). */
+            if (n2 > m2 || n2 != n2) m2 = n2;
         }
         mdf_converge_system(&sys[s], &res[s], &state[s], m2, part, a->apply);
     }
