@@ -28,6 +28,7 @@
 #ifndef MDF_NLIST_KERNEL_H
 #define MDF_NLIST_KERNEL_H
 
+#include <stddef.h>
 #include "../common/mdf_kernel_common.h"
 
 #define MDF_NL_IMAGE_BITS 5
@@ -142,12 +143,72 @@ MDF_HD mdf_nl_list_view mdf_nl_list_map(void *blob)
     return v;
 }
 
+/* ---- arithmetic that decides ------------------------------------------ */
+
+/* nvcc contracts a*b + c into a fused multiply-add by default; the CPU code
+ * is compiled as C11, which implies -ffp-contract=off. The products and sums
+ * whose results decide something (a pair within r_list, an atom past skin/2,
+ * the basis, an atom's cell and wrap offset) go through these helpers, so
+ * that the GPU rounds every operation as the CPU does and both make the same
+ * decisions bit for bit. On the CPU they are the plain operators, applied in
+ * the order the expressions had before: the CPU results are unchanged. */
+MDF_HD double mdf_nl_mul(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b); /* never fused */
+#else
+    return a * b;
+#endif
+}
+
+MDF_HD double mdf_nl_add(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+MDF_HD double mdf_nl_sub(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+
+/* a0*b0 + a1*b1 + a2*b2, left to right. */
+MDF_HD double mdf_nl_dot3(double a0, double b0, double a1, double b1, double a2, double b2)
+{
+    return mdf_nl_add(mdf_nl_add(mdf_nl_mul(a0, b0), mdf_nl_mul(a1, b1)), mdf_nl_mul(a2, b2));
+}
+
+/* d0*d0 + d1*d1 + d2*d2, left to right. */
+MDF_HD double mdf_nl_norm2(double d0, double d1, double d2) { return mdf_nl_dot3(d0, d0, d1, d1, d2, d2); }
+
+/* a*b - c*d */
+MDF_HD double mdf_nl_cross2(double a, double b, double c, double d)
+{
+    return mdf_nl_sub(mdf_nl_mul(a, b), mdf_nl_mul(c, d));
+}
+
+/* mdf_vec_mat (r · m) with the rounding above. */
+MDF_HD void mdf_nl_vec_mat(const double r[3], const double m[9], double out[3])
+{
+    out[0] = mdf_nl_dot3(r[0], m[0], r[1], m[3], r[2], m[6]);
+    out[1] = mdf_nl_dot3(r[0], m[1], r[1], m[4], r[2], m[7]);
+    out[2] = mdf_nl_dot3(r[0], m[2], r[1], m[5], r[2], m[8]);
+}
+
 /* ---- geometry ---------------------------------------------------------- */
 
 MDF_HD double mdf_det3(const double m[9])
 {
-    return m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) +
-           m[2] * (m[3] * m[7] - m[4] * m[6]);
+    return mdf_nl_add(mdf_nl_sub(mdf_nl_mul(m[0], mdf_nl_cross2(m[4], m[8], m[5], m[7])),
+                                 mdf_nl_mul(m[1], mdf_nl_cross2(m[3], m[8], m[5], m[6]))),
+                      mdf_nl_mul(m[2], mdf_nl_cross2(m[3], m[7], m[4], m[6])));
 }
 
 /* Inverse of a 3x3 matrix; returns 0 when it is singular. */
@@ -156,15 +217,15 @@ MDF_HD int mdf_inv3(const double m[9], double inv[9])
     double det = mdf_det3(m);
     if (!(fabs(det) > 0.0)) return 0;
     double r = 1.0 / det;
-    inv[0] = (m[4] * m[8] - m[5] * m[7]) * r;
-    inv[1] = (m[2] * m[7] - m[1] * m[8]) * r;
-    inv[2] = (m[1] * m[5] - m[2] * m[4]) * r;
-    inv[3] = (m[5] * m[6] - m[3] * m[8]) * r;
-    inv[4] = (m[0] * m[8] - m[2] * m[6]) * r;
-    inv[5] = (m[2] * m[3] - m[0] * m[5]) * r;
-    inv[6] = (m[3] * m[7] - m[4] * m[6]) * r;
-    inv[7] = (m[1] * m[6] - m[0] * m[7]) * r;
-    inv[8] = (m[0] * m[4] - m[1] * m[3]) * r;
+    inv[0] = mdf_nl_mul(mdf_nl_cross2(m[4], m[8], m[5], m[7]), r);
+    inv[1] = mdf_nl_mul(mdf_nl_cross2(m[2], m[7], m[1], m[8]), r);
+    inv[2] = mdf_nl_mul(mdf_nl_cross2(m[1], m[5], m[2], m[4]), r);
+    inv[3] = mdf_nl_mul(mdf_nl_cross2(m[5], m[6], m[3], m[8]), r);
+    inv[4] = mdf_nl_mul(mdf_nl_cross2(m[0], m[8], m[2], m[6]), r);
+    inv[5] = mdf_nl_mul(mdf_nl_cross2(m[2], m[3], m[0], m[5]), r);
+    inv[6] = mdf_nl_mul(mdf_nl_cross2(m[3], m[7], m[4], m[6]), r);
+    inv[7] = mdf_nl_mul(mdf_nl_cross2(m[1], m[6], m[0], m[7]), r);
+    inv[8] = mdf_nl_mul(mdf_nl_cross2(m[0], m[4], m[1], m[3]), r);
     return 1;
 }
 
@@ -173,7 +234,7 @@ MDF_HD int mdf_inv3(const double m[9], double inv[9])
 MDF_HD double mdf_perpendicular_width(const double inv[9], int k)
 {
     double c0 = inv[0 + k], c1 = inv[3 + k], c2 = inv[6 + k];
-    return 1.0 / sqrt(c0 * c0 + c1 * c1 + c2 * c2);
+    return 1.0 / sqrt(mdf_nl_norm2(c0, c1, c2));
 }
 
 /* Cartesian translation of lattice image code (n in {-1,0,1}^3). */
@@ -182,9 +243,9 @@ MDF_HD void mdf_nl_image_shift(uint32_t code, const double cell[9], double out[3
     double n0 = (double)((int)(code / 9) - 1);
     double n1 = (double)((int)((code / 3) % 3) - 1);
     double n2 = (double)((int)(code % 3) - 1);
-    out[0] = n0 * cell[0] + n1 * cell[3] + n2 * cell[6];
-    out[1] = n0 * cell[1] + n1 * cell[4] + n2 * cell[7];
-    out[2] = n0 * cell[2] + n1 * cell[5] + n2 * cell[8];
+    out[0] = mdf_nl_dot3(n0, cell[0], n1, cell[3], n2, cell[6]);
+    out[1] = mdf_nl_dot3(n0, cell[1], n1, cell[4], n2, cell[7]);
+    out[2] = mdf_nl_dot3(n0, cell[2], n1, cell[5], n2, cell[8]);
 }
 
 /* Displacement r_j - r_i to the nearest periodic image of j, for any two
@@ -197,9 +258,10 @@ MDF_HD int mdf_nl_min_image(const double *xi, const double *xj, const mdf_sys_in
     d[2] = xj[2] - xi[2];
     if (!(s->pbc[0] | s->pbc[1] | s->pbc[2])) return MDF_NL_NO_IMAGE;
     double f[3], n[3];
-    mdf_vec_mat(d, s->inv_cell, f);
+    mdf_nl_vec_mat(d, s->inv_cell, f);
     for (int k = 0; k < 3; k++) n[k] = s->pbc[k] ? -rint(f[k]) : 0.0;
-    for (int k = 0; k < 3; k++) d[k] += n[0] * s->cell[k] + n[1] * s->cell[3 + k] + n[2] * s->cell[6 + k];
+    for (int k = 0; k < 3; k++)
+        d[k] = mdf_nl_add(d[k], mdf_nl_dot3(n[0], s->cell[k], n[1], s->cell[3 + k], n[2], s->cell[6 + k]));
     if (fabs(n[0]) > 1.0 || fabs(n[1]) > 1.0 || fabs(n[2]) > 1.0) return -1;
     return (int)((n[0] + 1.0) * 9.0 + (n[1] + 1.0) * 3.0 + (n[2] + 1.0));
 }
@@ -207,9 +269,10 @@ MDF_HD int mdf_nl_min_image(const double *xi, const double *xj, const mdf_sys_in
 /* Wrapped position x + o of atom a. */
 MDF_HD void mdf_nl_wrapped(const double *pos, const double *offset, int32_t a, double out[3])
 {
-    out[0] = pos[3 * a] + offset[3 * a];
-    out[1] = pos[3 * a + 1] + offset[3 * a + 1];
-    out[2] = pos[3 * a + 2] + offset[3 * a + 2];
+    const size_t k = 3 * (size_t)a;
+    out[0] = pos[k] + offset[k];
+    out[1] = pos[k + 1] + offset[k + 1];
+    out[2] = pos[k + 2] + offset[k + 2];
 }
 
 /* The binning basis of a system: its cell when it has a non-degenerate one,
@@ -228,7 +291,7 @@ MDF_HD void mdf_nl_basis(const mdf_sys_info *s, mdf_nl_grid *g)
 MDF_HD void mdf_nl_wrap(const mdf_nl_grid *g, const double *x, double u[3], double o[3])
 {
     double f[3] = {0.0, 0.0, 0.0};
-    mdf_vec_mat(x, g->inv_basis, u);
+    mdf_nl_vec_mat(x, g->inv_basis, u);
     for (int k = 0; k < 3; k++)
         if (g->periodic[k]) {
             f[k] = floor(u[k]);
@@ -238,7 +301,7 @@ MDF_HD void mdf_nl_wrap(const mdf_nl_grid *g, const double *x, double u[3], doub
                 f[k] += 1.0;
             }
         }
-    for (int k = 0; k < 3; k++) o[k] = -(f[0] * g->basis[k] + f[1] * g->basis[3 + k] + f[2] * g->basis[6 + k]);
+    for (int k = 0; k < 3; k++) o[k] = -mdf_nl_dot3(f[0], g->basis[k], f[1], g->basis[3 + k], f[2], g->basis[6 + k]);
 }
 
 /* Chooses cell counts once lo/span are known: cells at least r_list wide
@@ -375,7 +438,8 @@ MDF_HD uint32_t mdf_nl_walk_code(const mdf_nl_walk *w)
 MDF_HD void mdf_nl_walk_shift(const mdf_nl_walk *w, const mdf_nl_grid *g, double sh[3])
 {
     for (int k = 0; k < 3; k++)
-        sh[k] = w->image[0] * g->basis[k] + w->image[1] * g->basis[3 + k] + w->image[2] * g->basis[6 + k];
+        sh[k] = mdf_nl_dot3((double)w->image[0], g->basis[k], (double)w->image[1], g->basis[3 + k],
+                            (double)w->image[2], g->basis[6 + k]);
 }
 
 /* Puts a neighbour entry in an atom's slots: j > i from the front, j < i
@@ -418,7 +482,7 @@ MDF_HD int32_t mdf_nl_build_atom(int32_t i, const double *pos, const double *off
             } else {
                 for (int k = 0; k < 3; k++) d[k] = xj[k] + sh[k] - xi[k];
             }
-            if (!(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < r_list2)) continue;
+            if (!(mdf_nl_norm2(d[0], d[1], d[2]) < r_list2)) continue;
             mdf_nl_slot_put(slots, M, ((uint32_t)j << MDF_NL_IMAGE_BITS) | code, j > i, &up, &down);
         }
     }
@@ -434,9 +498,9 @@ MDF_HD int mdf_nl_moved_too_far(const double *pos, const double *ref, int32_t a0
                                 double half_skin2)
 {
     for (int32_t a = a0; a < a1; a++) {
-        double dx = pos[3 * a] - ref[3 * a], dy = pos[3 * a + 1] - ref[3 * a + 1],
-               dz = pos[3 * a + 2] - ref[3 * a + 2];
-        if (dx * dx + dy * dy + dz * dz > half_skin2) return 1;
+        const size_t k = 3 * (size_t)a;
+        double dx = pos[k] - ref[k], dy = pos[k + 1] - ref[k + 1], dz = pos[k + 2] - ref[k + 2];
+        if (mdf_nl_norm2(dx, dy, dz) > half_skin2) return 1;
     }
     return 0;
 }
