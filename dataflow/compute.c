@@ -17,6 +17,8 @@
 typedef struct shard_ws {
     void *bins_mem;
     starpu_data_handle_t bins;
+    int32_t big_sys[2], big_atoms[2]; /* systems (and their atoms) binned by many
+                                       * blocks on a GPU: see mdf_nl_bin_args */
     int nchunks;
     mdf_chunk chunks[MDF_REDUCE_MAX_CHUNKS];
     void *list_mem[MDF_REDUCE_MAX_CHUNKS];
@@ -33,6 +35,7 @@ struct mdf_compute {
     mdf_compute_config cfg;
     double r_list;
     int32_t slots;
+    int32_t big_atoms;      /* mdf_nl_bin_args.big_atoms */
     int32_t group_atoms;    /* whole systems per chunk, in atoms (slices use cfg.chunk_atoms) */
     int32_t all_pairs_atoms;/* see mdf_nl_bin_args; 0 with CUDA workers (their model uses lists) */
     int32_t all_pairs_small;
@@ -159,6 +162,16 @@ static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws 
     head->atom_cap = sh->atom_cap;
     head->sys_cap = sh->sys_cap;
     mdf_blob_register(&w->bins, STARPU_MAIN_RAM, (uintptr_t)w->bins_mem, bytes);
+    w->big_sys[0] = w->big_sys[1] = w->big_atoms[0] = w->big_atoms[1] = 0;
+    for (int32_t s = 0; s < sh->nsys; s++) {
+        if (sys[s].natoms <= c->big_atoms) continue;
+        if (w->big_sys[1] == 0) {
+            w->big_sys[0] = s;
+            w->big_atoms[0] = sys[s].atom_start;
+        }
+        w->big_sys[1] = s + 1;
+        w->big_atoms[1] = sys[s].atom_start + sys[s].natoms;
+    }
     for (int k = 0; k < w->nchunks; k++) {
         const mdf_chunk *ch = &w->chunks[k];
         int32_t n = ch->atom_end - ch->atom_begin;
@@ -245,6 +258,13 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
         c->all_pairs_volume = m->all_pairs_ratio * 4.0 / 3.0 * M_PI * c->r_list * c->r_list * c->r_list;
     }
     c->slots = list_slots(m, c->r_list);
+    c->big_atoms = MDF_NL_BIG_ATOMS;
+    const char *big = getenv("MDF_NL_BIG_ATOMS");
+    if (big && *big) {
+        char *end = NULL;
+        long v = strtol(big, &end, 10);
+        if (*end == '\0' && v >= 0 && v <= INT32_MAX) c->big_atoms = (int32_t)v;
+    }
     for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) st = check_system(c, i, err);
     if (st == MDF_OK) {
         c->ws = calloc((size_t)b->nshards, sizeof *c->ws);
@@ -291,7 +311,9 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
                            .half_skin2 = 0.25 * c->cfg.skin * c->cfg.skin, .nsys = sh->nsys,
                            .status_lo = lo, .status_hi = hi,
                            .all_pairs_atoms = c->all_pairs_atoms, .all_pairs_small = c->all_pairs_small,
-                           .all_pairs_volume = c->all_pairs_volume};
+                           .all_pairs_volume = c->all_pairs_volume, .big_atoms = c->big_atoms,
+                           .big_sys_begin = w->big_sys[0], .big_sys_end = w->big_sys[1],
+                           .big_atom_begin = w->big_atoms[0], .big_atom_end = w->big_atoms[1]};
     mdf_status st = MDF_OK;
     if (w->nchunks == 1) { /* binning and the only list in one task */
         mdf_nl_update_args u = {.work = (int64_t)sh->natoms * c->slots, .bin = bin,

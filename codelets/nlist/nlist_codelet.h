@@ -21,7 +21,19 @@ typedef struct mdf_nl_bin_args {
                                 * model's all-pairs path; 0: never */
     int32_t all_pairs_small;   /* at most this many atoms: whatever the extent */
     double all_pairs_volume;   /* largest bounding box, Å³, for that path */
+    /* CUDA only: systems of more than big_atoms atoms are binned by many
+     * thread blocks (the others by one block each). They all lie in systems
+     * [big_sys_begin, big_sys_end) and atoms [big_atom_begin, big_atom_end)
+     * of the shard; an empty range: none. The CPU ignores these. */
+    int32_t big_atoms;
+    int32_t big_sys_begin, big_sys_end;
+    int32_t big_atom_begin, big_atom_end;
 } mdf_nl_bin_args;
+
+/* Default big_atoms: one block bins a system of up to this many atoms (the
+ * multi-block path costs a dozen kernel launches per step). The environment
+ * variable MDF_NL_BIG_ATOMS overrides it (0: every system, for tests). */
+#define MDF_NL_BIG_ATOMS 16384
 
 typedef struct mdf_nl_build_args {
     int64_t work;          /* atoms of the chunk times slots */
