@@ -335,7 +335,7 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
         mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
                             .bins = w->bins, .forces = split ? w->fparts[q] : force,
                             .results = split ? w->rparts[q] : res, .chunk = w->chunks[q],
-                            .flags = flags, .status_lo = lo, .status_hi = hi};
+                            .flags = flags, .status_lo = lo, .status_hi = hi, .partial = split};
         st = submitted(c->m->ops->insert(c->m, &t), "the model", k, err);
     }
     if (st == MDF_OK && split) {

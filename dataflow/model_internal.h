@@ -17,6 +17,8 @@ typedef struct mdf_model_task {
     int flags;             /* MDF_COMPUTE_* */
     int32_t status_lo, status_hi; /* evaluate only systems with a status in
                                    * [lo, hi]; the others keep their results */
+    int partial;           /* 1: forces and results are the chunk's part,
+                            * summed by mdf_reduce (see reduce_kernel.h) */
 } mdf_model_task;
 
 typedef struct mdf_model_ops {

@@ -17,14 +17,18 @@ typedef struct mdf_lj_args {
                             * the flops per pair on steps that need none) */
     int32_t status_lo, status_hi; /* systems outside [lo, hi] keep their
                                    * forces, energy and virial untouched */
+    int32_t partial;       /* 1: forces and results are the chunk's part of
+                            * a sum (mdf_reduce): marked with what the task
+                            * wrote (MDF_PART_*, reduce_kernel.h) */
 } mdf_lj_args;
 
 void mdf_lj_cpu(void *buffers[], void *cl_arg);
 void mdf_lj_cuda(void *buffers[], void *cl_arg);
 
 /* buffers: pos R, atoms R, sys R, list R, bins R, forces RW, results RW,
- * params R. Forces over the chunk's touch range, and energy and virial of
- * its systems, are overwritten; kinetic energies are kept. */
+ * params R. Forces over the chunk's touch range (on a GPU, with `partial`,
+ * over its atom range only), and energy and virial of its systems, are
+ * overwritten; kinetic energies are kept. */
 int mdf_insert_lj(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
                   starpu_data_handle_t list, starpu_data_handle_t bins, starpu_data_handle_t forces,
                   starpu_data_handle_t results, starpu_data_handle_t params, const mdf_lj_args *args);

@@ -6,6 +6,7 @@
 #include <starpu.h>
 #include "lj_codelet.h"
 #include "lj_dense.h"
+#include "../reduce/reduce_kernel.h"
 
 typedef struct lj_acc {
     double e;
@@ -165,6 +166,7 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         res[s].energy = 0.0;
         if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);
         res[s].virial_fresh = args->want_virial != 0;
+        if (args->partial) mdf_part_mark(&res[s], MDF_PART_TOUCH); /* a GPU may have run it before */
         lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &res[s]);
     }
     free(scratch);

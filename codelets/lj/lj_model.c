@@ -71,7 +71,7 @@ static int lj_insert(const mdf_model *m, const mdf_model_task *t)
 {
     mdf_lj_args args = {.work = t->chunk.atom_end - t->chunk.atom_begin, .chunk = t->chunk,
                         .want_virial = (t->flags & MDF_COMPUTE_VIRIAL) != 0, .status_lo = t->status_lo,
-                        .status_hi = t->status_hi};
+                        .status_hi = t->status_hi, .partial = t->partial != 0};
     return mdf_insert_lj(t->pos, t->atoms, t->sys, t->list, t->bins, t->forces, t->results, m->params,
                          &args);
 }

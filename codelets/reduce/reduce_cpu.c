@@ -18,7 +18,9 @@ void mdf_reduce_cpu(void *buffers[], void *cl_arg)
         const mdf_chunk *ch = &args->chunks[c];
         const double *fp = (const double *)STARPU_VECTOR_GET_PTR(buffers[c]);
         const mdf_sys_result *rp = (const mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[K + c]);
-        for (int32_t k = 3 * ch->touch_begin; k < 3 * ch->touch_end; k++) f[k] += fp[k];
+        int32_t lo, hi;
+        mdf_part_range(ch, rp, &lo, &hi);
+        for (size_t k = 3 * (size_t)lo; k < 3 * (size_t)hi; k++) f[k] += fp[k];
         for (int32_t s = ch->sys_begin; s < ch->sys_end; s++) {
             res[s].energy += rp[s].energy;
             /* every part of a system saw the same evaluation */

@@ -3,6 +3,9 @@
  * Same semantics and the same order of additions as the CPU: every force
  * component and every system starts from zero and receives its chunks'
  * parts in chunk order, so the sums are bitwise those of mdf_reduce_cpu.
+ * A chunk's forces are added over the range its task marked as written
+ * (mdf_part_range: its touch range after a CPU, its own atoms after a GPU);
+ * the marks are in device memory, so the kernel reads them.
  * The parts' device pointers travel to the kernels by value (about 2 KB,
  * well within the kernel parameter limit). */
 #include <starpu.h>
@@ -14,6 +17,7 @@
 typedef struct reduce_parts {
     const double *f[MDF_REDUCE_MAX_CHUNKS];
     const mdf_sys_result *r[MDF_REDUCE_MAX_CHUNKS];
+    int32_t atom_begin[MDF_REDUCE_MAX_CHUNKS], atom_end[MDF_REDUCE_MAX_CHUNKS];
     int32_t touch_begin[MDF_REDUCE_MAX_CHUNKS], touch_end[MDF_REDUCE_MAX_CHUNKS];
     int32_t sys_begin[MDF_REDUCE_MAX_CHUNKS], sys_end[MDF_REDUCE_MAX_CHUNKS];
     int32_t nchunks;
@@ -24,15 +28,32 @@ static void mdf_red_check(cudaError_t e)
     if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
 }
 
+static_assert(MDF_RED_BLOCK >= MDF_REDUCE_MAX_CHUNKS, "a thread per chunk reads the marks");
+
 /* One thread per force component of atoms [0, natoms). */
-__global__ void reduce_forces_kernel(double *f, int32_t natoms, const reduce_parts parts)
+__global__ void __launch_bounds__(MDF_RED_BLOCK)
+    reduce_forces_kernel(double *f, int32_t natoms, const reduce_parts parts)
 {
-    int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ int32_t lo[MDF_REDUCE_MAX_CHUNKS], hi[MDF_REDUCE_MAX_CHUNKS];
+    const int t = (int)threadIdx.x;
+    if (t < parts.nchunks) { /* each chunk's written range, from its mark */
+        mdf_chunk ch;
+        ch.atom_begin = parts.atom_begin[t];
+        ch.atom_end = parts.atom_end[t];
+        ch.sys_begin = parts.sys_begin[t];
+        ch.sys_end = parts.sys_end[t];
+        ch.touch_begin = parts.touch_begin[t];
+        ch.touch_end = parts.touch_end[t];
+        ch.index = t;
+        mdf_part_range(&ch, parts.r[t], &lo[t], &hi[t]);
+    }
+    __syncthreads(); /* every thread: no return above */
+    int64_t k = (int64_t)blockIdx.x * blockDim.x + t;
     if (k >= 3 * (int64_t)natoms) return;
     int32_t a = (int32_t)(k / 3);
     double sum = 0.0;
     for (int c = 0; c < parts.nchunks; c++)
-        if (a >= parts.touch_begin[c] && a < parts.touch_end[c]) sum += parts.f[c][k];
+        if (a >= lo[c] && a < hi[c]) sum += parts.f[c][k];
     f[k] = sum;
 }
 
@@ -70,6 +91,8 @@ extern "C" void mdf_reduce_cuda(void *buffers[], void *cl_arg)
     for (int c = 0; c < K; c++) {
         parts.f[c] = (const double *)STARPU_VECTOR_GET_PTR(buffers[c]);
         parts.r[c] = (const mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[K + c]);
+        parts.atom_begin[c] = args->chunks[c].atom_begin;
+        parts.atom_end[c] = args->chunks[c].atom_end;
         parts.touch_begin[c] = args->chunks[c].touch_begin;
         parts.touch_end[c] = args->chunks[c].touch_end;
         parts.sys_begin[c] = args->chunks[c].sys_begin;
@@ -78,6 +101,7 @@ extern "C" void mdf_reduce_cuda(void *buffers[], void *cl_arg)
     for (int c = K; c < MDF_REDUCE_MAX_CHUNKS; c++) {
         parts.f[c] = NULL;
         parts.r[c] = NULL;
+        parts.atom_begin[c] = parts.atom_end[c] = 0;
         parts.touch_begin[c] = parts.touch_end[c] = parts.sys_begin[c] = parts.sys_end[c] = 0;
     }
     double *f = (double *)STARPU_VECTOR_GET_PTR(buffers[2 * K]);

@@ -1,8 +1,9 @@
 /* mdflow — summing the partial outputs of a shard's model chunks.
  *
  * A system larger than one chunk is computed by several tasks, each writing
- * its own partial forces (Newton's third law reaches every atom of the
- * system) and partial energy/virial. The sum runs in chunk order, so the
+ * its own partial forces (on a CPU, Newton's third law reaches every atom
+ * of the system; on a GPU, only the chunk's own atoms) and partial
+ * energy/virial. The sum runs in chunk order, so the
  * result does not depend on which worker ran which chunk. A system that
  * fits in one chunk receives exactly that chunk's numbers. */
 #ifndef MDF_REDUCE_KERNEL_H
@@ -11,6 +12,29 @@
 #include "../common/mdf_kernel_common.h"
 
 #define MDF_REDUCE_MAX_CHUNKS 64
+
+/* Which forces a model task wrote in its part: the CPU's half lists (Newton's
+ * third law) write over the chunk's whole touch range, a GPU's full lists
+ * only over its own atoms [atom_begin, atom_end), and which worker ran a
+ * chunk is known only then. So a task that writes a part also marks, in the
+ * pad_ field of each system it evaluated in its result part, what it wrote;
+ * the sum adds a chunk's forces over that range only. Parts start zeroed:
+ * MDF_PART_TOUCH, so CPU-only runs add exactly what they always did. The
+ * mark is read from the chunk's first system: a chunk of several systems
+ * has its touch range equal to its atom range (only a slice of a single
+ * large system differs), so any mark gives it the same range. */
+#define MDF_PART_TOUCH 0
+#define MDF_PART_ROWS 1
+
+MDF_HD void mdf_part_mark(mdf_sys_result *r, int32_t how) { r->pad_ = how; }
+
+/* Atoms [*lo, *hi) whose forces chunk ch's part holds (rp: its results). */
+MDF_HD void mdf_part_range(const mdf_chunk *ch, const mdf_sys_result *rp, int32_t *lo, int32_t *hi)
+{
+    int rows = ch->sys_begin < ch->sys_end && rp[ch->sys_begin].pad_ == MDF_PART_ROWS;
+    *lo = rows ? ch->atom_begin : ch->touch_begin;
+    *hi = rows ? ch->atom_end : ch->touch_end;
+}
 
 typedef struct mdf_reduce_args {
     int64_t work;              /* atoms in the shard */
