@@ -41,8 +41,9 @@
  * coordinate (it tests no CUDA code; there, the largest differences at the
  * end are 3e-11 Å, 3e-11 relative in energy, 1e-11 eV/Å in forces).
  *
- * Tolerances. The GPU kernels run one block per system with fixed-order
- * block sums and nvcc contracts a*b+c into FMAs; the model sums forces over
+ * Tolerances. The GPU kernels sum per system in a fixed order of their own
+ * (blocks of atoms, then the blocks' pieces) and nvcc contracts a*b+c into
+ * FMAs; the model sums forces over
  * full lists instead of half lists. The same numbers, rounded differently:
  * at one evaluation, forces differ by ~1e-14 eV/Å and energies by ~1e-15
  * relative.
