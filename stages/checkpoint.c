@@ -461,8 +461,17 @@ static herr_t read_one(hid_t group, const char *name, const H5L_info_t *info, vo
     hid_t at = H5Aexists(ds, "elem_size") > 0 ? H5Aopen(ds, "elem_size", H5P_DEFAULT) : -1;
     int ok = bytes >= 0 && at >= 0 && H5Aread(at, H5T_NATIVE_INT64, &elem) >= 0 && elem > 0 &&
              bytes % elem == 0;
+    /* Arrays are written whole, as contiguous bytes: one that declares more
+     * than the file stores is damaged, and memory follows what is stored,
+     * never a declared extent. */
+    int short_array = ok && H5Dget_storage_size(ds) < (hsize_t)bytes;
+    ok = ok && !short_array;
     unsigned char *data_buf = ok ? malloc(bytes ? (size_t)bytes : 1) : NULL;
-    if (ok && !data_buf) {
+    if (short_array) {
+        r->st = mdf_error_set(r->err, MDF_ERR_PARSE, "checkpoint '%s': array '%s' declares %lld bytes but the file "
+                              "stores %llu (damaged): start afresh without resuming", r->c->path, name,
+                              (long long)bytes, (unsigned long long)H5Dget_storage_size(ds));
+    } else if (ok && !data_buf) {
         r->st = mdf_error_set(r->err, MDF_ERR_NOMEM, "no memory to read checkpoint '%s'", r->c->path);
         ok = 0;
     } else if (ok && bytes > 0 && H5Dread(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, data_buf) < 0) {
