@@ -366,6 +366,8 @@ static int64_t share(int64_t extra, int k, int nshards)
     return extra * (k + 1) / nshards - extra * k / nshards;
 }
 
+static void renumber(mdf_batch *b);
+
 mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_batch_config *cfg_in,
                             mdf_batch **out, mdf_error *err)
 {
@@ -440,6 +442,7 @@ mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_b
         free(b);
         return st;
     }
+    renumber(b);
     for (int k = 0; k < b->nshards; k++) register_shard(b, &b->shards[k]);
     *out = b;
     return MDF_OK;
@@ -447,7 +450,6 @@ mdf_status mdf_batch_create(const mdf_frame *frames, size_t nframes, const mdf_b
 
 /* ---- checkpoints ------------------------------------------------------------ */
 
-static void renumber(mdf_batch *b);
 
 mdf_status mdf_batch_alloc_layout(int nshards, const int32_t *atom_cap, const int32_t *sys_cap, mdf_batch **out,
                                   mdf_error *err)
@@ -740,8 +742,12 @@ static void renumber(mdf_batch *b)
     size_t i = 0;
     int64_t atoms = 0;
     for (int k = 0; k < b->nshards; k++) {
-        const mdf_shard *sh = &b->shards[k];
-        for (int32_t s = 0; s < sh->nsys; s++) b->sys_slot[i++] = sh->sys_off + s;
+        mdf_shard *sh = &b->shards[k];
+        sh->max_natoms = 0;
+        for (int32_t s = 0; s < sh->nsys; s++) {
+            b->sys_slot[i++] = sh->sys_off + s;
+            if (b->sys[sh->sys_off + s].natoms > sh->max_natoms) sh->max_natoms = b->sys[sh->sys_off + s].natoms;
+        }
         atoms += sh->natoms;
     }
     b->nsys = i;

@@ -12,6 +12,8 @@ typedef struct mdf_shard {
     int index;
     int32_t atom_cap, sys_cap;   /* fixed at creation */
     int32_t natoms, nsys;        /* current fill */
+    int32_t max_natoms;          /* atoms of its largest system (host side: kernels
+                                  * whose best shape depends on it read it here) */
     int64_t atom_off, sys_off;   /* where the shard starts in the batch arrays */
     starpu_data_handle_t pos;    /* 3*atom_cap doubles */
     starpu_data_handle_t vel;    /* 3*atom_cap doubles */

@@ -3,10 +3,19 @@
 # `make check` and prints one closing line "N passed, N failed, N skipped".
 #   MDF_CUDA=1     against the CUDA-enabled StarPU 1.4 (see build.sh)
 #   MDF_SANITIZE=1 build with AddressSanitizer and UBSan (own build dir)
+#   MDF_SANITIZE=thread  build with ThreadSanitizer (build-tsan/, tests/tsan.supp)
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh" || exit 1
-if [ "${MDF_SANITIZE:-0}" = 1 ]; then
+if [ "${MDF_SANITIZE:-0}" = thread ]; then
+  # ThreadSanitizer: our races are errors; StarPU's own (an uninstrumented
+  # library with its own spin locks) are suppressed in tests/tsan.supp, which
+  # says why for each entry.
+  export MDF_BUILD=${MDF_BUILD:-$top/build-tsan}
+  export CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer"
+  export LDFLAGS="-fsanitize=thread"
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$top/tests/tsan.supp}
+elif [ "${MDF_SANITIZE:-0}" = 1 ]; then
   export MDF_BUILD=${MDF_BUILD:-$top/build-asan}
   export CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
   export LDFLAGS="-fsanitize=address,undefined"

@@ -33,7 +33,8 @@ static int lbfgs_pre(const mdf_step_ctx *c)
     const mdf_shard *sh = c->sh;
     const mdf_dynamics_params *p = c->p;
     mdf_lbfgs_args a = {.work = sh->natoms, .nsys = sh->nsys, .status = c->status, .memory = p->lbfgs.memory,
-                        .atom_cap = sh->atom_cap, .sys_cap = sh->sys_cap, .alpha = p->lbfgs.alpha,
+                        .atom_cap = sh->atom_cap, .sys_cap = sh->sys_cap, .max_natoms = sh->max_natoms,
+                        .alpha = p->lbfgs.alpha,
                         .damping = p->lbfgs.damping, .maxstep = p->lbfgs.maxstep};
     return mdf_insert_lbfgs(sh->pos, sh->force, sh->sys, sh->res, sh->state, c->work, &a);
 }

@@ -18,9 +18,10 @@
 
 /* CPU kernels with vectorised loops: AVX-512 and AVX2 copies besides the
  * baseline, the loader picks one per machine (GCC on x86-64 Linux; not
- * under AddressSanitizer, whose build has no ifuncs). */
+ * under AddressSanitizer or ThreadSanitizer: their ifunc resolvers would
+ * run instrumented before the sanitizer's runtime is up). */
 #if !defined(__CUDACC__) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
-    defined(__linux__) && !defined(__SANITIZE_ADDRESS__)
+    defined(__linux__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define MDF_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define MDF_CPU_CLONES

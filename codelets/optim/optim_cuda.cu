@@ -727,11 +727,89 @@ extern "C" void mdf_gd_cuda(void *buffers[], void *cl_arg)
 }
 
 /* buffers: pos RW, force R, sys RW, res RW, state RW, work RW */
+/* ---- L-BFGS, one block per system: shards of small systems -------------------
+ *
+ * The many-block L-BFGS below unrolls the two loops on the host: 4m + 3
+ * kernels per step (403 at ASE's default memory of 100), a few microseconds
+ * of launch each whatever the systems' sizes. A shard whose systems all
+ * have at most MDF_LBFGS_ONE_BLOCK_ATOMS atoms runs this kernel instead: one
+ * block per system does the whole step, its dot products through
+ * mdf_block_sum (fixed order), as before issue 21. The arithmetic is the
+ * same (optim_kernel.h). */
+#define MDF_LBFGS_ONE_BLOCK_ATOMS 4096
+
+__global__ void lbfgs_small_kernel(double *x, const double *f, mdf_sys_info *sys, mdf_sys_result *res,
+                             mdf_sys_state *state, double *w, mdf_lbfgs_args p)
+{
+    __shared__ double scratch[MDF_SYS_BLOCK];
+    const int32_t s = (int32_t)blockIdx.x;
+    if (sys[s].status != p.status) return;
+    const int32_t a0 = sys[s].atom_start, a1 = a0 + sys[s].natoms;
+    const int32_t t = (int32_t)threadIdx.x, nt = (int32_t)blockDim.x;
+    const mdf_lbfgs_layout l = mdf_lbfgs_layout_of(p.memory, p.atom_cap, p.sys_cap);
+    const int64_t m = p.memory;
+    double *r0 = w + l.r0, *f0 = w + l.f0, *q = w + l.q;
+    double *rho = w + l.rho + (int64_t)s * m, *coef = w + l.coef + (int64_t)s * m;
+    const int64_t it = (state[s].owner == 0 || w[l.mark + s] == 0.0) ? 0 : state[s].n[0];
+    if (it > 0 && m > 0) {
+        const int64_t slot = (it - 1) % m;
+        double *sv = w + l.s + slot * l.slot, *yv = w + l.y + slot * l.slot;
+        double ys = 0.0;
+        for (int32_t a = a0 + t; a < a1; a += nt)
+            ys += mdf_lbfgs_atom_pair(sv + 3 * a, yv + 3 * a, x + 3 * a, r0 + 3 * a, f + 3 * a, f0 + 3 * a);
+        ys = mdf_block_sum(ys, scratch);
+        if (t == 0) rho[slot] = mdf_lbfgs_rho(ys);
+        __syncthreads(); /* rho[slot] is read by every thread below */
+    }
+    const int64_t len = it < m ? it : m;
+    for (int32_t a = a0 + t; a < a1; a += nt)
+        for (int k = 0; k < 3; k++) q[3 * a + k] = -f[3 * a + k];
+    for (int64_t i = len - 1; i >= 0; i--) {
+        const int64_t slot = mdf_lbfgs_slot(it, len, i, m);
+        const double *sv = w + l.s + slot * l.slot, *yv = w + l.y + slot * l.slot;
+        double dot = 0.0;
+        for (int32_t a = a0 + t; a < a1; a += nt) dot += mdf_optim_dot3(sv + 3 * a, q + 3 * a);
+        const double ai = rho[slot] * mdf_block_sum(dot, scratch);
+        if (t == 0) coef[i] = ai;
+        for (int32_t a = a0 + t; a < a1; a += nt) mdf_lbfgs_atom_down(q + 3 * a, yv + 3 * a, ai);
+    }
+    __syncthreads(); /* coef[] is read by every thread below */
+    const double H0 = 1.0 / p.alpha;
+    for (int32_t a = a0 + t; a < a1; a += nt)
+        for (int k = 0; k < 3; k++) q[3 * a + k] = H0 * q[3 * a + k];
+    for (int64_t i = 0; i < len; i++) {
+        const int64_t slot = mdf_lbfgs_slot(it, len, i, m);
+        const double *sv = w + l.s + slot * l.slot, *yv = w + l.y + slot * l.slot;
+        double dot = 0.0;
+        for (int32_t a = a0 + t; a < a1; a += nt) dot += mdf_optim_dot3(yv + 3 * a, q + 3 * a);
+        const double b = rho[slot] * mdf_block_sum(dot, scratch);
+        for (int32_t a = a0 + t; a < a1; a += nt) mdf_lbfgs_atom_up(q + 3 * a, sv + 3 * a, coef[i], b);
+    }
+    double longest2 = 0.0;
+    for (int32_t a = a0 + t; a < a1; a += nt) longest2 = fmax(longest2, mdf_lbfgs_atom_len2(q + 3 * a));
+    longest2 = mdf_block_max(longest2, scratch);
+    for (int32_t a = a0 + t; a < a1; a += nt)
+        mdf_lbfgs_atom_move(x + 3 * a, r0 + 3 * a, f0 + 3 * a, f + 3 * a, q + 3 * a, &p, longest2);
+    if (t == 0) {
+        state[s].n[0] = it + 1;
+        state[s].owner = 1;
+        w[l.mark + s] = 1.0;
+        mdf_optim_bookkeeping(&sys[s], &res[s]);
+    }
+}
+
 extern "C" void mdf_lbfgs_cuda(void *buffers[], void *cl_arg)
 {
     const mdf_lbfgs_args *p = (const mdf_lbfgs_args *)cl_arg;
     if (p->nsys <= 0) return;
     cudaStream_t st = starpu_cuda_get_local_stream();
+    if (p->max_natoms <= MDF_LBFGS_ONE_BLOCK_ATOMS) {
+        lbfgs_small_kernel<<<p->nsys, MDF_SYS_BLOCK, 0, st>>>((double *)VEC(0), (const double *)VEC(1),
+                                                               (mdf_sys_info *)VEC(2), (mdf_sys_result *)VEC(3),
+                                                               (mdf_sys_state *)VEC(4), (double *)VEC(5), *p);
+        mdf_cuda_check_launch();
+        return;
+    }
     double *x = (double *)VEC(0);
     const double *f = (const double *)VEC(1);
     mdf_sys_info *sys = (mdf_sys_info *)VEC(2);

@@ -292,7 +292,8 @@ MDF_HD void mdf_gd_atom_move(double *x, const double *f, const mdf_gd_args *p, d
 typedef struct mdf_lbfgs_args {
     int64_t work;
     int32_t nsys, status;
-    int32_t memory, atom_cap, sys_cap, pad_;
+    int32_t memory, atom_cap, sys_cap;
+    int32_t max_natoms;      /* the shard's largest system: the GPU's shape (optim_cuda.cu) */
     double alpha, damping, maxstep;
 } mdf_lbfgs_args;
 
