@@ -13,6 +13,9 @@
  *  - large: one system of 1,000,188 atoms (fcc 63x63x63), energy, forces
  *    and virial at step 0, then 10 NVE steps: on the GPU it spans thousands
  *    of blocks in every per-system kernel.
+ *  - big optimisers: L-BFGS (memory 10) and FIRE2, 10 steps each on one
+ *    system of 19,652 atoms: their many-block paths (L-BFGS keeps one block
+ *    per system up to 4,096 atoms, which test_cuda_stage covers).
  *  - mixed: CPU and CUDA workers together under dmdas on one batch of 48
  *    systems in 12 shards, 40 Langevin steps: both kinds of worker execute
  *    model tasks, and the results equal the CPU-only run's.
@@ -494,6 +497,73 @@ static void test_large(void **state)
     free_finals(&g1, 1);
 }
 
+/* ---- optimisers on one system of 19,652 atoms ------------------------------------ */
+
+/* L-BFGS takes its many-block path above 4,096 atoms per system (smaller
+ * shards keep one block per system, which test_cuda_stage covers); FIRE2 is
+ * many-block at every size. 10 steps each from a jittered fcc crystal. */
+#define BIGOPT_CELLS 17
+#define BIGOPT_STEPS 10
+
+static void run_big_optimiser(int kind, const char *method, sys_final *out, worker_counts *wc)
+{
+    start(kind, NULL);
+    mdf_frame f = tu_fcc(BIGOPT_CELLS, BIGOPT_CELLS, BIGOPT_CELLS, 5.3, 18, 0.0, 0.08, 501);
+    if (emulate && kind == RUN_GPU) jitter(&f, 1, 61);
+    mdf_model *m = argon(6.0);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, &f, 1, NULL, &b);
+    mdf_stage_config sc;
+    mdf_stage_config_init(&sc);
+    sc.integrator = method;
+    sc.max_steps = BIGOPT_STEPS;
+    sc.chunk_atoms = 1 << 20;
+    sc.params.lbfgs.memory = 10;
+    mdf_stage *s = NULL;
+    TU_CALL(mdf_stage_create, &sc, &s);
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run, s, b, m, &rep);
+    mdf_stage_destroy(s);
+    TU_CALL(mdf_batch_sync, b);
+    mdf_frame g;
+    memset(&g, 0, sizeof g);
+    mdf_system_view v;
+    TU_CALL(mdf_batch_get_frame, b, 0, &g);
+    TU_CALL(mdf_batch_get_system, b, 0, &v);
+    memset(out, 0, sizeof *out);
+    keep_final(out, &g, &v);
+    mdf_frame_free(&g);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    mdf_frame_free(&f);
+    stop(kind, NULL, wc);
+}
+
+static void big_optimiser(const char *method)
+{
+    sys_final cpu, gpu;
+    worker_counts wc, wg;
+    run_big_optimiser(RUN_CPU, method, &cpu, &wc);
+    run_big_optimiser(RUN_GPU, method, &gpu, &wg);
+    check_gpu_first(&wg);
+    assert_int_equal(cpu.step, BIGOPT_STEPS);
+    compare_final(&cpu, &gpu, &dynamics_tol, method, 0);
+    free_finals(&cpu, 1);
+    free_finals(&gpu, 1);
+}
+
+static void test_big_lbfgs(void **state)
+{
+    (void)state;
+    big_optimiser("lbfgs");
+}
+
+static void test_big_fire2(void **state)
+{
+    (void)state;
+    big_optimiser("fire2");
+}
+
 /* ---- CPU and GPU workers on one batch under dmdas --------------------------------- */
 
 #define MIXED_SYS 48
@@ -571,7 +641,8 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inflight),  cmocka_unit_test(test_bytes), cmocka_unit_test(test_device_sink),
-        cmocka_unit_test(test_mixed_dmdas), cmocka_unit_test(test_large),
+        cmocka_unit_test(test_mixed_dmdas), cmocka_unit_test(test_big_lbfgs), cmocka_unit_test(test_big_fire2),
+        cmocka_unit_test(test_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
