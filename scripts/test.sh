@@ -15,6 +15,7 @@ if [ "${MDF_SANITIZE:-0}" = thread ]; then
   export CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer"
   export LDFLAGS="-fsanitize=thread"
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$top/tests/tsan.supp}
+  export MDF_TEST_TIME_SCALE=${MDF_TEST_TIME_SCALE:-10}  # tests with a time limit scale it
 elif [ "${MDF_SANITIZE:-0}" = 1 ]; then
   export MDF_BUILD=${MDF_BUILD:-$top/build-asan}
   export CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"

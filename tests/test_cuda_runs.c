@@ -17,8 +17,10 @@
  *    system of 19,652 atoms: their many-block paths (L-BFGS keeps one block
  *    per system up to 4,096 atoms, which test_cuda_stage covers).
  *  - mixed: CPU and CUDA workers together under dmdas on one batch of 48
- *    systems in 12 shards, 40 Langevin steps: both kinds of worker execute
- *    model tasks, and the results equal the CPU-only run's.
+ *    clusters and a 4,000-atom crystal cut into 8 model slices (slices of
+ *    one system may run on both kinds of worker in one evaluation), 12
+ *    shards, 40 Langevin steps: both kinds of worker execute tasks, and the
+ *    results equal the CPU-only run's.
  *  - bytes: the inflight run twice on the GPU: every final frame identical
  *    byte for byte (the GPU's sums have a fixed order; no atomics).
  *
@@ -566,14 +568,17 @@ static void test_big_fire2(void **state)
 
 /* ---- CPU and GPU workers on one batch under dmdas --------------------------------- */
 
-#define MIXED_SYS 48
+#define MIXED_SYS 49 /* 48 clusters and a crystal of 4,000 atoms cut into 8 model slices */
 #define MIXED_SHARDS 12
 
 static void run_mixed(int kind, int jittered, sys_final fin[MIXED_SYS], worker_counts *wc)
 {
     start(kind, "dmdas");
     mdf_frame frames[MIXED_SYS];
-    for (int i = 0; i < MIXED_SYS; i++) frames[i] = tu_mixed_cluster(i, 0.05, 9);
+    for (int i = 0; i < MIXED_SYS - 1; i++) frames[i] = tu_mixed_cluster(i, 0.05, 9);
+    /* Its slices may run on CPU and GPU workers in one evaluation: each
+     * counts pairs across its edges half, on its own atoms only. */
+    frames[MIXED_SYS - 1] = tu_fcc(10, 10, 10, 5.3, 18, 0.0, 0.05, 10);
     if (jittered) jitter(frames, MIXED_SYS, 41);
     mdf_model *m = argon(6.5);
     mdf_batch_config bc;

@@ -1,5 +1,7 @@
 /* mdflow — Lennard-Jones, CPU implementation: half lists with Newton's
- * third law (each pair once), as LAMMPS does with newton on. */
+ * third law (each pair once), as LAMMPS does with newton on; a slice of a
+ * large system keeps Newton inside itself and counts pairs across its
+ * edges half, on its own atoms only (lj_atom_slice). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +32,25 @@ static inline void lj_add_pair(const mdf_lj_params *p, int ti, int tj, const dou
     if (virial) mdf_lj_add_virial(acc->w, d, fpair, 1.0);
 }
 
+/* A pair that crosses the edge of a slice (below): force on i only, half
+ * its energy and virial; the slice holding j counts the other half. */
+static inline void lj_add_half_pair(const mdf_lj_params *p, int ti, int tj, const double d[3], double *fi,
+                                    lj_acc *acc, int virial)
+{
+    double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    if (!(r2 < p->rc2[ti][tj])) return;
+    double fpair;
+    acc->e += 0.5 * mdf_lj_pair(p, ti, tj, r2, &fpair);
+    for (int k = 0; k < 3; k++) fi[k] -= d[k] * fpair;
+    if (virial) mdf_lj_add_virial(acc->w, d, fpair, 0.5);
+}
+
 /* Atom i with more neighbours than list slots: walk its cells directly,
- * with the wrapped positions of the last build. */
+ * with the wrapped positions of the last build. In a slice [lo, hi) of a
+ * system, pairs with j outside the slice count half, on i only. */
 static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_atom_info *atoms,
                                const mdf_sys_info *s, int32_t sidx, const mdf_nl_bins_view *v,
-                               const mdf_lj_params *p, lj_acc *acc)
+                               const mdf_lj_params *p, lj_acc *acc, int32_t lo, int32_t hi)
 {
     const mdf_nl_grid *g = &v->grid[sidx];
     const int32_t *cs = v->cell_start + s->atom_start + sidx;
@@ -45,12 +61,43 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
     mdf_nl_walk_begin(&w, g, v->cell_of[i]);
     int32_t j;
     while (mdf_nl_walk_next(&w, g, cs, v->sorted, &j)) {
-        if (j <= i) continue;
+        int inside = j >= lo && j < hi;
+        if (j == i || (inside && j < i)) continue;
         double xj[3], d[3];
         mdf_nl_wrapped(x, v->offset, j, xj);
         mdf_nl_min_image(xi, xj, s, d);
-        lj_add_pair(p, ti, p->type_of_z[atoms[j].z], d, f + 3 * i, f + 3 * j, acc, 1);
+        if (inside) lj_add_pair(p, ti, p->type_of_z[atoms[j].z], d, f + 3 * i, f + 3 * j, acc, 1);
+        else lj_add_half_pair(p, ti, p->type_of_z[atoms[j].z], d, f + 3 * i, acc, 1);
     }
+}
+
+/* Atom i of a slice [lo, hi) of a large system (a chunk of its own, summed
+ * with the other slices by mdf_reduce). A slice writes the forces of its own
+ * atoms only, counting pairs inside it once (Newton's third law) and pairs
+ * with an atom outside it half, on i only: the contract of a GPU slice too
+ * (full rows, half of every pair), so slices sum right whichever worker ran
+ * each. j > i comes from the front of the list, j < i from the back. */
+static void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int virial, const double *w, double *f,
+                          const mdf_atom_info *atoms, const uint32_t *nb, int32_t n_up, int32_t n_down, int32_t M,
+                          const double (*shift)[3], const mdf_lj_params *p, lj_acc *acc)
+{
+    const double *xi = w + 3 * i;
+    int ti = p->type_of_z[atoms[i].z];
+    double fi[3] = {0.0, 0.0, 0.0};
+    for (int part = 0; part < 2; part++) {
+        int32_t k0 = part ? M - n_down : 0, k1 = part ? M : n_up;
+        for (int32_t k = k0; k < k1; k++) {
+            int32_t j = (int32_t)(nb[k] >> MDF_NL_IMAGE_BITS);
+            int inside = j >= lo && j < hi;
+            if (part && inside) continue; /* counted by j's own row, with Newton */
+            const double *sh = shift[nb[k] & MDF_NL_IMAGE_MASK];
+            double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
+            int tj = p->type_of_z[atoms[j].z];
+            if (inside) lj_add_pair(p, ti, tj, d, fi, f + 3 * j, acc, virial);
+            else lj_add_half_pair(p, ti, tj, d, fi, acc, virial);
+        }
+    }
+    for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
 }
 
 /* The half-list loop of atom i. With a single species the coefficients are
@@ -88,13 +135,20 @@ static int64_t lj_list_pairs(const mdf_chunk *c, const mdf_sys_info *s, const md
     return n;
 }
 
+/* Whether chunk c holds only part of system s (a slice). */
+static int lj_is_slice(const mdf_chunk *c, const mdf_sys_info *s)
+{
+    return c->atom_begin > s->atom_start || c->atom_end < s->atom_start + s->natoms;
+}
+
 static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *w, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
                       const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, double *scratch,
                       mdf_sys_result *r)
 {
+    const int slice = lj_is_slice(c, s);
     /* Flagged by the neighbour lists (then it has none), or cheaper so. */
-    if (scratch && (v->grid[sidx].all_pairs || mdf_lj_dense_suits(s, c, lj_list_pairs(c, s, l)))) {
+    if (!slice && scratch && (v->grid[sidx].all_pairs || mdf_lj_dense_suits(s, c, lj_list_pairs(c, s, l)))) {
         /* Open boundaries: raw positions are the right ones (no images). */
         mdf_lj_dense_system(x, f, atoms, s, p, virial, scratch, &r->energy, r->virial);
         return;
@@ -112,7 +166,12 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
     for (int32_t i = i0; i < i1; i++) {
         int32_t li = i - c->atom_begin;
         const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
-        if (l->n_up[li] + l->n_down[li] > M) lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc);
+        if (l->n_up[li] + l->n_down[li] > M)
+            lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, slice ? c->atom_begin : s->atom_start,
+                               slice ? c->atom_end : s->atom_start + s->natoms);
+        else if (slice)
+            lj_atom_slice(i, c->atom_begin, c->atom_end, virial, w, f, atoms, nb, l->n_up[li], l->n_down[li], M, shift,
+                          p, &acc);
         /* Constant flags: the compiler specialises each call. */
         else if (single && !virial) lj_atom_list(i, 1, 0, w, f, atoms, nb, l->n_up[li], shift, p, &acc);
         else if (single) lj_atom_list(i, 1, 1, w, f, atoms, nb, l->n_up[li], shift, p, &acc);
@@ -166,7 +225,9 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         res[s].energy = 0.0;
         if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);
         res[s].virial_fresh = args->want_virial != 0;
-        if (args->partial) mdf_part_mark(&res[s], MDF_PART_TOUCH); /* a GPU may have run it before */
+        /* A slice's part holds its own rows (lj_atom_slice), as a GPU's; a
+         * part of whole systems holds them whole. */
+        if (args->partial) mdf_part_mark(&res[s], lj_is_slice(c, &sys[s]) ? MDF_PART_ROWS : MDF_PART_TOUCH);
         lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &res[s]);
     }
     free(scratch);

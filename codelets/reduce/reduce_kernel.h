@@ -13,16 +13,16 @@
 
 #define MDF_REDUCE_MAX_CHUNKS 64
 
-/* Which forces a model task wrote in its part: the CPU's half lists (Newton's
- * third law) write over the chunk's whole touch range, a GPU's full lists
- * only over its own atoms [atom_begin, atom_end), and which worker ran a
- * chunk is known only then. So a task that writes a part also marks, in the
- * pad_ field of each system it evaluated in its result part, what it wrote;
- * the sum adds a chunk's forces over that range only. Parts start zeroed:
- * MDF_PART_TOUCH, so CPU-only runs add exactly what they always did. The
- * mark is read from the chunk's first system: a chunk of several systems
- * has its touch range equal to its atom range (only a slice of a single
- * large system differs), so any mark gives it the same range. */
+/* Which forces a model task wrote in its part. A part of whole systems
+ * holds their forces whole (its touch range is its atom range). A slice of
+ * one large system writes only its own atoms' forces, on either worker: the
+ * GPU with full rows and half of every pair's energy, the CPU with Newton's
+ * third law inside the slice and pairs across its edges counted half, on
+ * its own atoms only (lj_cpu.c, lj_atom_slice); so slices of one system
+ * sum right whichever worker ran each. The task marks, in the pad_ field
+ * of each system it evaluated in its result part, what it wrote, and the
+ * sum adds a chunk's forces over that range only. Parts start zeroed
+ * (MDF_PART_TOUCH). The mark is read from the chunk's first system. */
 #define MDF_PART_TOUCH 0
 #define MDF_PART_ROWS 1
 
