@@ -123,6 +123,9 @@ static inline cudaError_t mdf_seg_alloc(mdf_seg_parts *p, int K, int32_t a_lo, i
         uint64_t keep = UINT64_MAX;
         (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
     }
+    /* Those three are a tuning whose failure costs nothing: clear what they
+     * may have recorded, or the next launch check would report it. */
+    (void)cudaGetLastError();
     p->a_lo = a_lo;
     p->a_hi = a_hi;
     p->nblocks = mdf_seg_nblocks(a_lo, a_hi);

@@ -84,7 +84,9 @@ __global__ void nl_bin_kernel(const double *pos, const mdf_sys_info *sys, void *
     const int32_t a0 = si->atom_start, natoms = si->natoms, a1 = a0 + natoms;
 
     if (nl_is_big(si, s, big)) return; /* the multi-block path's (the whole block leaves) */
-    if (!mdf_status_in(si->status, status_lo, status_hi)) {
+    /* No atoms (batches refuse such systems; slots past the fill have
+     * none): its one cell would overlap the next system's cell_start. */
+    if (!mdf_status_in(si->status, status_lo, status_hi) || natoms == 0) {
         if (tid == 0) g->rebuilt = 0;
         return;
     }
