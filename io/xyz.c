@@ -635,10 +635,25 @@ static mdf_status parse_header(reader *r, kv_list *kvs, header *h)
 /* ------------------------------------------------------------------------ */
 /* Reading: atom lines                                                       */
 
-/* Allocates the frame's arrays for the columns h announces. */
+/* Values a frame's arrays first hold before more atom lines arrive. The
+ * count line is a claim, not a fact: memory follows the atom lines actually
+ * read (a 120-byte file announcing 990,900,002 atoms asked for 24 GB). */
+#define FIRST_VALUES 65536
+
+/* Atoms the frame is first allocated for: about FIRST_VALUES values (one per
+ * column), at least one, at most the announced count. */
+static int64_t first_capacity(const header *h)
+{
+    int64_t cap = FIRST_VALUES / (h->ncols > 0 ? h->ncols : 1);
+    if (cap < 1) cap = 1;
+    return cap < h->natoms ? cap : h->natoms;
+}
+
+/* Allocates the frame's arrays for the columns h announces, for
+ * first_capacity() atoms; read_atoms() grows them as lines arrive. */
 static mdf_status setup_frame(reader *r, const header *h, kv_list *kvs, mdf_frame *f)
 {
-    mdf_status st = mdf_frame_alloc(f, h->natoms, h->has_velocities || h->has_momenta,
+    mdf_status st = mdf_frame_alloc(f, first_capacity(h), h->has_velocities || h->has_momenta,
                                     h->has_forces, h->has_masses, r->err);
     if (st)
         return mdf_error_set(r->err, st, "%s:%ld: frame %zu announces %lld atoms (is that count "
@@ -665,8 +680,7 @@ static mdf_status setup_frame(reader *r, const header *h, kv_list *kvs, mdf_fram
         c->ncols = p->ncols;
         c->name = strdup(p->name);
         if (!c->name) goto nomem;
-        if ((uint64_t)h->natoms > SIZE_MAX / sizeof(char *) / (size_t)p->ncols) goto nomem;
-        size_t n = (size_t)h->natoms * (size_t)p->ncols;
+        size_t n = (size_t)f->natoms * (size_t)p->ncols; /* small: first_capacity() */
         c->tokens = calloc(n ? n : 1, sizeof *c->tokens);
         if (!c->tokens) goto nomem;
     }
@@ -869,6 +883,47 @@ static mdf_status parse_count(reader *r, header *h)
     return MDF_OK;
 }
 
+/* Resizes *p from old_n to new_n elements of size bytes, zeroing the new
+ * ones (an extra column's token pointers must start NULL). new_n * size must
+ * fit in size_t. Returns 0 when realloc failed (*p is then unchanged). */
+static int grow_array(void **p, size_t old_n, size_t new_n, size_t size)
+{
+    void *q = realloc(*p, new_n * size);
+    if (!q) return 0;
+    memset((char *)q + old_n * size, 0, (new_n - old_n) * size);
+    *p = q;
+    return 1;
+}
+
+/* Grows f's arrays to hold twice as many atoms (at most the announced count).
+ * f->natoms, which mdf_frame_free() relies on, changes only once every array
+ * has grown, so a failure leaves a frame that frees correctly. */
+static mdf_status grow_frame(reader *r, const header *h, mdf_frame *f)
+{
+    size_t old_n = (size_t)f->natoms;
+    int64_t cap = f->natoms < h->natoms / 2 ? 2 * f->natoms : h->natoms;
+    /* the widest arrays: 3 doubles, or an extra column's token pointers */
+    size_t widest = 3 * sizeof(double) > (size_t)h->ncols * sizeof(char *) ? 3 * sizeof(double)
+                                                                            : (size_t)h->ncols * sizeof(char *);
+    int ok = (uint64_t)cap <= SIZE_MAX / widest;
+    size_t n = (size_t)cap;
+    ok = ok && grow_array((void **)&f->positions, 3 * old_n, 3 * n, sizeof(double));
+    ok = ok && grow_array((void **)&f->numbers, old_n, n, sizeof(int32_t));
+    if (f->velocities) ok = ok && grow_array((void **)&f->velocities, 3 * old_n, 3 * n, sizeof(double));
+    if (f->forces) ok = ok && grow_array((void **)&f->forces, 3 * old_n, 3 * n, sizeof(double));
+    if (f->masses) ok = ok && grow_array((void **)&f->masses, old_n, n, sizeof(double));
+    for (size_t j = 0; ok && j < f->nextra; j++) {
+        size_t w = (size_t)f->extra[j].ncols;
+        ok = grow_array((void **)&f->extra[j].tokens, w * old_n, w * n, sizeof(char *));
+    }
+    if (!ok)
+        return mdf_error_set(r->err, MDF_ERR_NOMEM, "%s:%ld: no memory for atom %lld of frame %zu (%lld "
+                             "announced on line %ld)", r->name, r->lineno, (long long)f->natoms + 1,
+                             h->frame_no, (long long)h->natoms, h->count_line);
+    f->natoms = cap;
+    return MDF_OK;
+}
+
 static mdf_status read_atoms(reader *r, const header *h, mdf_frame *f)
 {
     char **tok = malloc(((size_t)h->ncols + 1) * sizeof *tok);
@@ -890,7 +945,7 @@ static mdf_status read_atoms(reader *r, const header *h, mdf_frame *f)
                                "frame announces %lld atoms (line %ld): fix the count or remove "
                                "the blank line", r->name, r->lineno, (long long)a.atom + 1,
                                h->frame_no, (long long)h->natoms, h->count_line);
-        else
+        else if (a.atom < f->natoms || (st = grow_frame(r, h, f)) == MDF_OK)
             st = parse_atom_line(&a, tok);
     }
     free(tok);

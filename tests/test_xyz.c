@@ -407,6 +407,54 @@ static void test_truncated(void **state)
                "atom count on line 1 (3) matches");
 }
 
+/* A "Key:   N kB" line of /proc/self/status, in kB (-1 when absent). */
+static long proc_status_kb(const char *key)
+{
+    FILE *fp = fopen("/proc/self/status", "r");
+    if (!fp) return -1;
+    char line[256];
+    long kb = -1;
+    size_t n = strlen(key);
+    while (kb < 0 && fgets(line, sizeof line, fp))
+        if (strncmp(line, key, n) == 0 && line[n] == ':') kb = strtol(line + n + 1, NULL, 10);
+    fclose(fp);
+    return kb;
+}
+
+/* A 120-byte file whose count line announces 990,900,002 atoms and that ends
+ * after three: the reader must size its arrays from the lines it reads, not
+ * from the header (a calloc sized by the header asked for 24 GB; under
+ * AddressSanitizer, or with strict overcommit, that is an out-of-memory stop
+ * instead of the real cause). Address space (VmPeak) and resident memory
+ * (VmHWM) may each grow by a few MB, not by what the header claims. */
+static void test_hostile_count_bounded_memory(void **state)
+{
+    (void)state;
+    const char *text = "990900002\n"
+                       "Properties=species:S:1:pos:R:3 pbc=\"F F F\"\n"
+                       "Ar 1.000 2.0000 3.000\n"
+                       "Ar 4.000 5.0000 6.000\n"
+                       "Ar 7.000 8.0000 9.0000\n";
+    assert_int_equal(strlen(text), 120);
+    const char *p = write_text("hostile.xyz", text);
+    long peak0 = proc_status_kb("VmPeak"), hwm0 = proc_status_kb("VmHWM");
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_status st = mdf_xyz_read(p, &l, &err);
+    long peak1 = proc_status_kb("VmPeak"), hwm1 = proc_status_kb("VmHWM");
+    print_message("status %d: %s\nVmPeak +%ld kB, VmHWM +%ld kB\n", st, err.message, peak1 - peak0, hwm1 - hwm0);
+    assert_int_equal(st, MDF_ERR_PARSE);
+    assert_non_null(strstr(err.message, "hostile.xyz:5:"));
+    assert_non_null(strstr(err.message, "announces 990900002 atoms (line 1) but the file ends after 3 of them"));
+    assert_int_equal(l.count, 0);
+    assert_true(peak0 > 0 && hwm0 > 0);
+    assert_true(hwm1 - hwm0 < 50 * 1024);
+    assert_true(peak1 - peak0 < 50 * 1024);
+    mdf_frame_list_free(&l);
+}
+
 static void test_bad_fields(void **state)
 {
     (void)state;
@@ -660,6 +708,27 @@ static void test_write_parallel(void **state)
     }
     for (int i = 0; i < NF; i++) mdf_frame_free(&frames[i]);
     free(frames);
+}
+
+/* A frame far larger than the reader's first allocation (about 65,536
+ * values): its arrays grow several times while the atom lines arrive, and
+ * every column (extras included) reads back exactly. */
+static void test_read_grows_large_frame(void **state)
+{
+    (void)state;
+    mdf_frame f;
+    build_frame(&f, 30001, 1, 7u);
+    mdf_error err;
+    mdf_error_clear(&err);
+    const char *p = path_of("large.xyz");
+    assert_int_equal(mdf_xyz_write(p, &f, 1, 0, &err), MDF_OK);
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    assert_int_equal(mdf_xyz_read(p, &l, &err), MDF_OK);
+    assert_int_equal(l.count, 1);
+    assert_frames_equal(&f, &l.frames[0]);
+    mdf_frame_list_free(&l);
+    mdf_frame_free(&f);
 }
 
 static void test_writer_layout(void **state)
@@ -919,6 +988,7 @@ int main(void)
         cmocka_unit_test(test_read_stream),
         cmocka_unit_test(test_bad_count),
         cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_hostile_count_bounded_memory),
         cmocka_unit_test(test_bad_fields),
         cmocka_unit_test(test_nul_byte),
         cmocka_unit_test(test_bad_header),
@@ -927,6 +997,7 @@ int main(void)
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_write_parallel),
+        cmocka_unit_test(test_read_grows_large_frame),
         cmocka_unit_test(test_writer_layout),
         cmocka_unit_test(test_append),
         cmocka_unit_test(test_write_missing_dir),
