@@ -444,7 +444,24 @@ typedef struct read_state {
     mdf_ckpt *c;
     mdf_error *err;
     mdf_status st;
+    int64_t left; /* file bytes not yet claimed by an array */
 } read_state;
+
+/* Arrays are written whole, uncompressed: together they fit in the file. An
+ * extent is only a header (a terabyte never written costs a few bytes), so a
+ * damaged or hostile file is caught here, before malloc is asked for it. */
+static int fits_in_file(read_state *r, const char *name, hssize_t bytes)
+{
+    if (bytes <= r->left) {
+        r->left -= bytes;
+        return 1;
+    }
+    r->st = mdf_error_set(r->err, MDF_ERR_PARSE,
+                          "checkpoint '%s': array '%s' claims %lld bytes, more than the file holds (%lld left): "
+                          "the file is damaged or not an mdflow checkpoint; start afresh without resuming",
+                          r->c->path, name, (long long)bytes, (long long)r->left);
+    return 0;
+}
 
 static herr_t read_one(hid_t group, const char *name, const H5L_info_t *info, void *data)
 {
@@ -465,12 +482,15 @@ static herr_t read_one(hid_t group, const char *name, const H5L_info_t *info, vo
      * than the file stores is damaged, and memory follows what is stored,
      * never a declared extent. */
     int short_array = ok && H5Dget_storage_size(ds) < (hsize_t)bytes;
-    ok = ok && !short_array;
+    int fits = !ok || short_array || fits_in_file(r, name, bytes);
+    ok = ok && !short_array && fits;
     unsigned char *data_buf = ok ? malloc(bytes ? (size_t)bytes : 1) : NULL;
     if (short_array) {
         r->st = mdf_error_set(r->err, MDF_ERR_PARSE, "checkpoint '%s': array '%s' declares %lld bytes but the file "
                               "stores %llu (damaged): start afresh without resuming", r->c->path, name,
                               (long long)bytes, (unsigned long long)H5Dget_storage_size(ds));
+    } else if (!fits) {
+        /* fits_in_file said why */
     } else if (ok && !data_buf) {
         r->st = mdf_error_set(r->err, MDF_ERR_NOMEM, "no memory to read checkpoint '%s'", r->c->path);
         ok = 0;
@@ -537,7 +557,7 @@ mdf_status mdf_ckpt_read(const char *path, mdf_ckpt **out, mdf_error *err)
             st = mdf_error_set(err, MDF_ERR_PARSE, "checkpoint '%s' was written by a build with other structure "
                                "sizes or byte order: resume with the build that wrote it, or start afresh", path);
         if (st == MDF_OK) {
-            read_state r = {.c = c, .err = err, .st = MDF_OK};
+            read_state r = {.c = c, .err = err, .st = MDF_OK, .left = (int64_t)sb.st_size};
             hsize_t idx = 0;
             if (H5Literate(file, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, read_one, &r) < 0)
                 st = r.st != MDF_OK ? r.st : h5_fail(err, MDF_ERR_PARSE, path, "its arrays cannot be listed");

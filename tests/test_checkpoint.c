@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include "testutil.h"
 #include <unistd.h>
+#include <hdf5.h>
 #include "../stages/checkpoint.h"
 #include "../codelets/common/mdf_kernel_common.h"
 
@@ -424,10 +425,56 @@ static void test_refusals_and_atomic_writes(void **state)
     tu_stop();
 }
 
+/* A checkpoint whose array claims far more bytes than the file holds (an
+ * HDF5 dataset's extent is only a header: a terabyte that was never written
+ * costs a few bytes): the reader refuses it as damaged, naming the file and
+ * the array, instead of asking malloc for the terabyte ("no memory", or an
+ * out-of-memory stop under AddressSanitizer). */
+static void test_array_larger_than_file_refused(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *ck = path_in(dir, "huge.h5");
+    mdf_ckpt *c = mdf_ckpt_new(ck);
+    int64_t v = 1;
+    TU_CALL(mdf_ckpt_put_i64, c, "x", &v, 1);
+    TU_CALL(mdf_ckpt_write, c);
+    mdf_ckpt_free(c);
+    hid_t file = H5Fopen(ck, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(file >= 0);
+    hsize_t dims[1] = {(hsize_t)1 << 40};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t ds = H5Dcreate2(file, "huge", H5T_NATIVE_UCHAR, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    hid_t as = H5Screate(H5S_SCALAR);
+    hid_t at = H5Acreate2(ds, "elem_size", H5T_NATIVE_INT64, as, H5P_DEFAULT, H5P_DEFAULT);
+    int64_t elem = 8;
+    assert_true(at >= 0 && H5Awrite(at, H5T_NATIVE_INT64, &elem) >= 0);
+    H5Aclose(at);
+    H5Sclose(as);
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Fclose(file);
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_ckpt *back = NULL;
+    mdf_status st = mdf_ckpt_read(ck, &back, &err);
+    print_message("status %d: %s\n", st, err.message);
+    assert_int_equal(st, MDF_ERR_PARSE);
+    assert_null(back);
+    assert_non_null(strstr(err.message, ck));
+    assert_non_null(strstr(err.message, "'huge'"));
+    assert_non_null(strstr(err.message, "1099511627776 bytes"));
+    tu_remove_tree(dir);
+    free(ck);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refusals_and_atomic_writes),
+        cmocka_unit_test(test_array_larger_than_file_refused),
         cmocka_unit_test(test_resume_bitwise_eager_1cpu),
         cmocka_unit_test(test_resume_bitwise_eager_2cpu),
         cmocka_unit_test(test_resume_bitwise_dmda_2cpu),
