@@ -196,6 +196,17 @@ run md --input in.xyz --dt -1
 expect_error "--dt -1" 2 "time step"
 run md --input in.xyz --steps abc
 expect_error "--steps abc" 2 "--steps" "abc"
+# Negative values of options whose default is "not given" are refused, not
+# read as not given (a run at the default temperature, cutoff, workers...).
+for args in "--temperature -5:>= 0 K" "--lj-cutoff -8.5:> 0" "--lj-cutoff 0:> 0" "--wrap -10:>= 0" \
+    "--max-force -3:> 0" "--ncpus -2:>= 0" "--ncuda -1:>= 0" "--drift-warn -0.1:> 0"; do
+    opt=${args%%:*} range=${args#*:}
+    # shellcheck disable=SC2086 # opt is an option and its value
+    run md --input in.xyz $opt
+    expect_error "md $opt" 2 "option ${opt% *}: ${opt#* } is out of range" "$range"
+done
+run "$MDFLOW" relax --input in.xyz --ncpus -1
+expect_error "relax --ncpus -1" 2 "option --ncpus: -1 is out of range" ">= 0"
 # A file that is not there is an I/O failure: any non-zero status, with the path.
 run md --input "$T/no-such-file.xyz"
 expect_error "--input of a missing file" nonzero "$T/no-such-file.xyz"

@@ -28,6 +28,30 @@ mdf_status cli_int64(const char *opt, const char *text, int64_t *out, mdf_error 
     return MDF_OK;
 }
 
+mdf_status cli_double_min(const char *opt, const char *text, double min, int strict, const char *range, double *out,
+                          mdf_error *err)
+{
+    double v = 0.0;
+    mdf_status st = cli_double(opt, text, &v, err);
+    if (st != MDF_OK) return st;
+    if (strict ? !(v > min) : !(v >= min))
+        return mdf_error_set(err, MDF_ERR_INVALID, "option %s: %s is out of range: give %s", opt, text, range);
+    *out = v;
+    return MDF_OK;
+}
+
+mdf_status cli_int64_range(const char *opt, const char *text, int64_t min, int64_t max, const char *range,
+                           int64_t *out, mdf_error *err)
+{
+    int64_t v = 0;
+    mdf_status st = cli_int64(opt, text, &v, err);
+    if (st != MDF_OK) return st;
+    if (v < min || v > max)
+        return mdf_error_set(err, MDF_ERR_INVALID, "option %s: %s is out of range: give %s", opt, text, range);
+    *out = v;
+    return MDF_OK;
+}
+
 /* Splits text at ':' into at most max fields (modifies a copy). */
 static int split_fields(char *copy, char **fields, int max)
 {

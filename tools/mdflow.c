@@ -11,6 +11,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,7 +253,7 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_MODEL: o->model = optarg; return MDF_OK;
     case OPT_EPS: return cli_double("--lj-epsilon", optarg, &o->lj_epsilon, err);
     case OPT_SIGMA: return cli_double("--lj-sigma", optarg, &o->lj_sigma, err);
-    case OPT_RC: return cli_double("--lj-cutoff", optarg, &o->lj_cutoff, err);
+    case OPT_RC: return cli_double_min("--lj-cutoff", optarg, 0.0, 1, "a cutoff > 0 Å", &o->lj_cutoff, err);
     case OPT_SPECIES: o->lj_species_given = 1; return cli_lj_species(optarg, &o->lj, err);
     case OPT_PAIR: return cli_lj_pair(optarg, &o->lj, err);
     case OPT_SHIFT: o->lj_shift = 1; return MDF_OK;
@@ -259,7 +261,7 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_ENSEMBLE: o->ensemble = optarg; return MDF_OK;
     case OPT_STEPS: return cli_int64("--steps", optarg, &o->md.steps, err);
     case OPT_DT: return cli_double("--dt", optarg, &o->md.dt_fs, err);
-    case OPT_TEMP: return cli_double("--temperature", optarg, &o->temperature, err);
+    case OPT_TEMP: return cli_double_min("--temperature", optarg, 0.0, 0, "a temperature >= 0 K", &o->temperature, err);
     case OPT_KEEPV: o->keep_velocities = 1; return MDF_OK;
     case OPT_SEED: return cli_int64("--seed", optarg, &o->seed, err);
     case OPT_FRICTION: return cli_double("--friction", optarg, &p->langevin.friction_per_fs, err);
@@ -279,16 +281,16 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_CHUNK: return int_option("--chunk-atoms", optarg, &o->md.chunk_atoms, err);
     case OPT_WINDOW: return int_option("--window", optarg, &o->md.window, err);
     case OPT_SCHED: o->sched = optarg; return MDF_OK;
-    case OPT_NCPUS: return cli_int64("--ncpus", optarg, &o->ncpus, err);
-    case OPT_NCUDA: return cli_int64("--ncuda", optarg, &o->ncuda, err);
+    case OPT_NCPUS: return cli_int64_range("--ncpus", optarg, 0, INT_MAX, "a worker count >= 0", &o->ncpus, err);
+    case OPT_NCUDA: return cli_int64_range("--ncuda", optarg, 0, INT_MAX, "a worker count >= 0", &o->ncuda, err);
     case OPT_QUIET: o->quiet = 1; return MDF_OK;
     case OPT_LOG: o->log_file = optarg; return MDF_OK;
     case OPT_LOG_EVERY: return cli_int64("--log-every", optarg, &o->log_every, err);
     case OPT_NAN: o->nan_check = 1; return MDF_OK;
-    case OPT_MAXF: return cli_double("--max-force", optarg, &o->max_force, err);
+    case OPT_MAXF: return cli_double_min("--max-force", optarg, 0.0, 1, "a force > 0 eV/Å", &o->max_force, err);
     case OPT_FREEZE: o->freeze = 1; return MDF_OK;
-    case OPT_WRAP: return cli_int64("--wrap", optarg, &o->wrap_every, err);
-    case OPT_DRIFT: return cli_double("--drift-warn", optarg, &o->drift, err);
+    case OPT_WRAP: return cli_int64_range("--wrap", optarg, 0, INT64_MAX, "a step interval >= 0 (0: never)", &o->wrap_every, err);
+    case OPT_DRIFT: return cli_double_min("--drift-warn", optarg, 0.0, 1, "an energy > 0 eV/atom", &o->drift, err);
     case OPT_OPTIMIZER: o->optimizer = optarg; return MDF_OK;
     case OPT_FMAX: return cli_double("--fmax", optarg, &o->fmax, err);
     case OPT_DE: return cli_double("--energy-change", optarg, &o->energy_change, err);
