@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "compute.h"
 #include "../codelets/nlist/nlist_codelet.h"
 #include "../codelets/reduce/reduce_codelet.h"
@@ -221,11 +222,44 @@ static int32_t auto_chunk_atoms(const mdf_batch *b)
     return (int32_t)(t < MDF_CHUNK_MIN ? MDF_CHUNK_MIN : t > MDF_CHUNK_MAX ? MDF_CHUNK_MAX : t);
 }
 
-/* Slots per atom: the neighbours of the densest expected packing plus 20%. */
-static int32_t list_slots(const mdf_model *m, double r_list)
+/* Slots per atom: the neighbours of the densest expected packing plus 20%,
+ * but never more than a list can hold: r_list is at most half of every
+ * periodic width, so a neighbour appears once, and a system of n atoms gives
+ * an atom at most n - 1 of them. A system never outgrows its shard (refills
+ * included), so the largest shard capacity bounds every list. Worked out in
+ * double: the sphere alone passes INT32_MAX from a cutoff of about 2600 Å. */
+static int32_t list_slots(const mdf_model *m, const mdf_batch *b, double r_list)
 {
-    double n = m->density_hint * 4.0 / 3.0 * M_PI * r_list * r_list * r_list;
-    return (int32_t)ceil(1.2 * n) + 8;
+    int64_t cap = 1;
+    for (int k = 0; k < b->nshards; k++)
+        if (b->shards[k].atom_cap > cap) cap = b->shards[k].atom_cap;
+    double n = ceil(1.2 * m->density_hint * 4.0 / 3.0 * M_PI * r_list * r_list * r_list) + 8.0;
+    double most = (double)(cap > 1 ? cap - 1 : 1);
+    return (int32_t)(n < most ? n : most); /* a NaN hint gives most too */
+}
+
+/* Bytes of every chunk's lists (the chunks cover the atoms present), as
+ * create_shard_ws will allocate them. */
+static double list_bytes_total(const mdf_batch *b, int32_t slots)
+{
+    double total = 0.0;
+    for (int k = 0; k < b->nshards; k++) total += (double)b->shards[k].natoms * slots * sizeof(uint32_t);
+    return total;
+}
+
+/* Lists larger than the machine's memory are refused up front, with the
+ * cause, instead of failing (or swapping) in the allocation. */
+static mdf_status check_list_memory(const mdf_compute *c, mdf_error *err)
+{
+    double need = list_bytes_total(c->b, c->slots);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double have = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
+    if (need <= have) return MDF_OK;
+    return mdf_error_set(err, MDF_ERR_INVALID,
+                         "the neighbour lists would need %.1f GB (%d neighbours per atom within cutoff + skin "
+                         "= %.4g Å, for %lld atoms), more than this machine's %.1f GB of memory: lower the "
+                         "cutoff, or run fewer atoms per batch",
+                         need / 1e9, (int)c->slots, c->r_list, (long long)c->b->natoms, have / 1e9);
 }
 
 mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_config *cfg,
@@ -257,7 +291,7 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
         c->all_pairs_small = m->all_pairs_small;
         c->all_pairs_volume = m->all_pairs_ratio * 4.0 / 3.0 * M_PI * c->r_list * c->r_list * c->r_list;
     }
-    c->slots = list_slots(m, c->r_list);
+    c->slots = list_slots(m, b, c->r_list);
     c->big_atoms = MDF_NL_BIG_ATOMS;
     const char *big = getenv("MDF_NL_BIG_ATOMS");
     if (big && *big) {
@@ -266,6 +300,7 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
         if (*end == '\0' && v >= 0 && v <= INT32_MAX) c->big_atoms = (int32_t)v;
     }
     for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) st = check_system(c, i, err);
+    if (st == MDF_OK) st = check_list_memory(c, err);
     if (st == MDF_OK) {
         c->ws = calloc((size_t)b->nshards, sizeof *c->ws);
         if (!c->ws) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard workspaces");

@@ -211,6 +211,34 @@ expect_error "relax --ncpus -1" 2 "option --ncpus: -1 is out of range" ">= 0"
 run md --input "$T/no-such-file.xyz"
 expect_error "--input of a missing file" nonzero "$T/no-such-file.xyz"
 
+# ---- 4b. neighbour lists: sized by what can exist --------------------------------------
+# A huge cutoff on 27 open atoms: the slots per atom are bounded by the 26
+# other atoms (the density estimate asked for 20.8 GB at 1000 Å, and
+# overflowed int from about 2600 Å). A 512,000-atom system at 1000 Å would
+# need a terabyte of lists: refused up front, naming the cause.
+awk 'BEGIN { print 27; print "Properties=species:S:1:pos:R:3 pbc=\"F F F\""
+    for (i = 0; i < 3; i++) for (j = 0; j < 3; j++) for (k = 0; k < 3; k++) printf "Ar %.1f %.1f %.1f\n", 3.8 * i, 3.8 * j, 3.8 * k }' >c27.xyz
+if [ -x /usr/bin/time ]; then MEASURE="/usr/bin/time -o $T/maxrss -f %M"; else MEASURE=; fi
+for rcut in 1000 3000; do
+    rm -f "$T/maxrss"
+    # shellcheck disable=SC2086 # MEASURE is empty or four words
+    run $MEASURE "$MDFLOW" md --input c27.xyz --lj-cutoff $rcut --steps 20 --quiet
+    slots=$(sed -n 's/.* of \([0-9]*\) slots.*/\1/p' "$T/stdout")
+    kb=$(tail -n 1 "$T/maxrss" 2>/dev/null || echo 0)
+    if [ "$rc" -eq 0 ] && [ "${slots:-999}" -le 26 ] && [ "$kb" -lt 1000000 ]; then
+        pass "md --lj-cutoff $rcut on 27 open atoms: exit 0, $slots list slots, ${kb} kB resident at most"
+    else
+        fail "md --lj-cutoff $rcut on 27 open atoms: exit 0, at most 26 list slots, under 1 GB" \
+            "exit status $rc; slots '$slots'; max resident ${kb} kB"
+        show stdout "$T/stdout"; show stderr "$T/stderr"
+    fi
+done
+awk 'BEGIN { n = 80; print n * n * n; print "Properties=species:S:1:pos:R:3 pbc=\"F F F\""
+    for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) printf "Ar %d %d %d\n", 4 * i, 4 * j, 4 * k }' >big.xyz
+run md --input big.xyz --lj-cutoff 1000 --steps 1
+expect_error "lists larger than the machine's memory" 2 "neighbour lists would need" "lower the cutoff"
+rm -f big.xyz
+
 # ---- 5. nothing already written is lost -----------------------------------------
 printf 'precious output\n' >out.xyz
 cp out.xyz out.saved
