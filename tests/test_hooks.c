@@ -343,6 +343,42 @@ static void test_nan_stop(void **state)
     mdf_model_destroy(m);
 }
 
+/* A NaN position is binned before the detector sees it: the poison hits at
+ * step 7, the check runs every 10 steps, and a skin of 0 rebuilds the lists
+ * every step (the other atoms move), so steps 8 to 10 bin the NaN atom. The
+ * binning puts it in some cell without converting NaN to int (UBSan's
+ * float-cast-overflow, on in the sanitizer build, stopped here before), and
+ * the check at step 10 names the system. */
+static void test_nan_binned_before_check(void **state)
+{
+    (void)state;
+    mdf_model *m = argon_model();
+    mdf_batch *b = crystals(NAN_SYS, 1, 80.0);
+    mdf_stage_config cfg;
+    mdf_stage_config_init(&cfg);
+    cfg.integrator = "velocity_verlet";
+    cfg.max_steps = 40;
+    cfg.params.dt_fs = 5.0;
+    cfg.skin = 0.0;
+    mdf_stage *s = NULL;
+    TU_CALL(mdf_stage_create, &cfg, &s);
+    add_hook(s, tu_poison_hook(NAN_ID, NAN_STEP));
+    mdf_hook *h = NULL;
+    TU_CALL(mdf_hook_create_nan_check, 10, MDF_NAN_STOP, NULL, &h);
+    add_hook(s, h);
+    mdf_error err;
+    mdf_stage_report rep;
+    mdf_status st = run_stage(s, b, m, &rep, &err);
+    printf("# NaN binned, then reported: %s\n", err.message);
+    assert_int_equal(st, MDF_ERR_PHYSICS);
+    char want[128];
+    snprintf(want, sizeof want, "system id %d (batch index %d): positions at step 10", NAN_ID, NAN_ID);
+    assert_non_null(strstr(err.message, want));
+    assert_true(rep.list_rebuilds >= 3);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+}
+
 static void test_nan_quarantine(void **state)
 {
     (void)state;
@@ -717,6 +753,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_errors), cmocka_unit_test(test_log), cmocka_unit_test(test_log_lagging_shard),
         cmocka_unit_test(test_nan_stop),   cmocka_unit_test(test_nan_quarantine),
+        cmocka_unit_test(test_nan_binned_before_check),
         cmocka_unit_test(test_force_clamp), cmocka_unit_test(test_freeze),
         cmocka_unit_test(test_wrap),       cmocka_unit_test(test_drift),
         cmocka_unit_test(test_timing),

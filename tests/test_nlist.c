@@ -230,12 +230,72 @@ static void test_rebuild_rule(void **state)
     for (int i = 0; i < 3; i++) mdf_frame_free(&f[i]);
 }
 
+/* Binning a non-finite position (a run that exploded, before the NaN check
+ * reports it): the cell index, the grid size and the image code clamp in
+ * floating point, never converting a NaN, an infinity or anything beyond
+ * int32 to int (undefined; this program is built with UBSan's
+ * float-cast-overflow check, which stops it). Finite positions get the cells
+ * they always got. */
+static void test_nonfinite_positions(void **state)
+{
+    (void)state;
+    mdf_nl_grid g;
+    memset(&g, 0, sizeof g);
+    g.n[0] = 4;
+    g.n[1] = 5;
+    g.n[2] = 1;
+    for (int k = 0; k < 3; k++) {
+        g.lo[k] = -0.25;
+        g.span[k] = 1.5;
+    }
+    int32_t c[3];
+    for (double x = -3.0; x <= 3.0; x += 1.0 / 64.0) { /* as before: (int)floor, then clamped */
+        double u[3] = {x, x * 0.75, -x};
+        int32_t idx = mdf_nl_cell_index(&g, u, c);
+        for (int k = 0; k < 3; k++) {
+            int32_t ck = (int32_t)floor((u[k] - g.lo[k]) / g.span[k] * (double)g.n[k]);
+            ck = ck < 0 ? 0 : (ck >= g.n[k] ? g.n[k] - 1 : ck);
+            assert_int_equal(c[k], ck);
+        }
+        assert_int_equal(idx, (c[0] * g.n[1] + c[1]) * g.n[2] + c[2]);
+    }
+    const double bad[] = {NAN, -NAN, INFINITY, -INFINITY, 1e300, -1e300, 3e9, -3e9};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        double u[3] = {bad[i], 0.5, bad[i]};
+        int32_t idx = mdf_nl_cell_index(&g, u, c);
+        for (int k = 0; k < 3; k++) assert_true(c[k] >= 0 && c[k] < g.n[k]);
+        assert_true(idx >= 0 && idx < g.n[0] * g.n[1] * g.n[2]);
+        int up = bad[i] > 0.0; /* NaN, -Inf and below the grid: cell 0 */
+        assert_int_equal(c[0], up ? g.n[0] - 1 : 0);
+    }
+    /* A non-finite cell gives a NaN width: one cell along it. */
+    for (int k = 0; k < 9; k++) g.inv_basis[k] = k == 0 ? NAN : (k % 4 == 0 ? 0.1 : 0.0);
+    for (int k = 0; k < 3; k++) g.span[k] = 1.0;
+    mdf_nl_grid_dims(&g, 2.5, 1000);
+    assert_int_equal(g.n[0], 1);
+    assert_true(g.n[1] >= 1 && g.n[2] >= 1);
+    /* The image of a NaN displacement is no image in {-1,0,1}^3. */
+    mdf_sys_info si;
+    memset(&si, 0, sizeof si);
+    for (int k = 0; k < 3; k++) {
+        si.pbc[k] = 1;
+        si.cell[4 * k] = 10.0;
+        si.inv_cell[4 * k] = 0.1;
+    }
+    double xi[3] = {1.0, 1.0, 1.0}, xj[3] = {NAN, 2.0, INFINITY}, d[3];
+    assert_int_equal(mdf_nl_min_image(xi, xj, &si, d), -1);
+    xj[0] = 9.5;
+    xj[2] = 1.5;
+    assert_int_equal(mdf_nl_min_image(xi, xj, &si, d), 0 * 9 + 1 * 3 + 1);
+}
+
 int main(void)
 {
     tu_start(NULL, 2, 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_brute_force),
         cmocka_unit_test(test_rebuild_rule),
+        cmocka_unit_test(test_nonfinite_positions),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     tu_stop();

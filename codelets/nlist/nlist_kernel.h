@@ -262,7 +262,9 @@ MDF_HD int mdf_nl_min_image(const double *xi, const double *xj, const mdf_sys_in
     for (int k = 0; k < 3; k++) n[k] = s->pbc[k] ? -rint(f[k]) : 0.0;
     for (int k = 0; k < 3; k++)
         d[k] = mdf_nl_add(d[k], mdf_nl_dot3(n[0], s->cell[k], n[1], s->cell[3 + k], n[2], s->cell[6 + k]));
-    if (fabs(n[0]) > 1.0 || fabs(n[1]) > 1.0 || fabs(n[2]) > 1.0) return -1;
+    /* written so that a NaN (a position gone non-finite) also returns -1:
+     * converting it to int would be undefined */
+    if (!(fabs(n[0]) <= 1.0 && fabs(n[1]) <= 1.0 && fabs(n[2]) <= 1.0)) return -1;
     return (int)((n[0] + 1.0) * 9.0 + (n[1] + 1.0) * 3.0 + (n[2] + 1.0));
 }
 
@@ -312,7 +314,9 @@ MDF_HD void mdf_nl_grid_dims(mdf_nl_grid *g, double r_list, int32_t max_cells)
     for (int k = 0; k < 3; k++) {
         double width = mdf_perpendicular_width(g->inv_basis, k) * g->span[k];
         double n = floor(width / r_list);
-        ncell[k] = n < 1.0 ? 1.0 : (n > 1.0e6 ? 1.0e6 : n);
+        /* a NaN width (a cell gone non-finite) gives one cell: converting
+         * NaN to int below would be undefined */
+        ncell[k] = n >= 1.0 ? (n > 1.0e6 ? 1.0e6 : n) : 1.0;
     }
     if (max_cells < 1) max_cells = 1;
     /* Halve the finest direction until the grid fits: cells only grow. */
@@ -324,12 +328,16 @@ MDF_HD void mdf_nl_grid_dims(mdf_nl_grid *g, double r_list, int32_t max_cells)
     for (int k = 0; k < 3; k++) g->n[k] = (int32_t)ncell[k];
 }
 
+/* The cell of fractional position u. Clamped to the grid in floating point
+ * before the conversion to int, which is undefined for a NaN, an infinity or
+ * anything beyond int32: a non-finite position (a run that exploded, before
+ * the NaN check reports it) lands in cell 0 or the last one. Finite values
+ * get the cell they always got. */
 MDF_HD int32_t mdf_nl_cell_index(const mdf_nl_grid *g, const double u[3], int32_t c[3])
 {
     for (int k = 0; k < 3; k++) {
-        double t = (u[k] - g->lo[k]) / g->span[k] * (double)g->n[k];
-        int32_t ck = (int32_t)floor(t);
-        c[k] = ck < 0 ? 0 : (ck >= g->n[k] ? g->n[k] - 1 : ck);
+        double t = floor((u[k] - g->lo[k]) / g->span[k] * (double)g->n[k]);
+        c[k] = t >= (double)(g->n[k] - 1) ? g->n[k] - 1 : (t > 0.0 ? (int32_t)t : 0);
     }
     return (c[0] * g->n[1] + c[1]) * g->n[2] + c[2];
 }
