@@ -558,6 +558,53 @@ static int sys_set_rows(mdf_h5md_writer *w, h5sys *s)
     return r;
 }
 
+/* The glob(3) pattern of a {id} path: {id} becomes '*', and glob's own
+ * special characters are escaped so that they match only themselves. */
+static char *glob_pattern(const char *path)
+{
+    char *out = malloc(2 * strlen(path) + 1), *q = out;
+    if (!out) return NULL;
+    for (const char *p = path; *p;) {
+        if (strncmp(p, "{id}", 4) == 0) {
+            *q++ = '*';
+            p += 4;
+            continue;
+        }
+        if (strchr("*?[\\", *p)) *q++ = '\\';
+        *q++ = *p++;
+    }
+    *q = '\0';
+    return out;
+}
+
+/* The files a {id} pattern already has (*files: nfiles entries, NULL where
+ * no memory was left; the caller frees the array). None is no error: an
+ * append (a resumed run) may come before any system was written. */
+static mdf_status existing_split_files(mdf_h5md_writer *w, h5file ***files, size_t *nfiles, mdf_error *err)
+{
+    char *gpat = glob_pattern(w->path);
+    if (!gpat) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to list the H5MD files '%s'", w->path);
+    glob_t gl;
+    memset(&gl, 0, sizeof gl);
+    int gr = glob(gpat, 0, NULL, &gl);
+    free(gpat);
+    mdf_status st = MDF_OK;
+    if (gr == GLOB_NOSPACE)
+        st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to list the H5MD files '%s'", w->path);
+    else if (gr != 0 && gr != GLOB_NOMATCH)
+        st = mdf_error_set(err, MDF_ERR_IO, "cannot list the H5MD files '%s' to append to them: their folder cannot "
+                           "be read (check that it exists and is readable)", w->path);
+    size_t n = gr == 0 ? gl.gl_pathc : 0;
+    if (st == MDF_OK && !(*files = calloc(n + 1, sizeof **files)))
+        st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to list the H5MD files '%s'", w->path);
+    for (size_t i = 0; st == MDF_OK && i < n; i++) {
+        int64_t id;
+        if (match_id(w->path, gl.gl_pathv[i], &id)) (*files)[(*nfiles)++] = new_file(gl.gl_pathv[i]);
+    }
+    globfree(&gl);
+    return st;
+}
+
 static mdf_status open_existing(mdf_h5md_writer *w, mdf_error *err)
 {
     order_row *rows = NULL;
@@ -566,32 +613,8 @@ static mdf_status open_existing(mdf_h5md_writer *w, mdf_error *err)
     h5file **files = NULL;
     size_t nfiles = 0;
     if (w->split) {
-        char *pat = strdup(w->path);
-        if (!pat) return mdf_error_set(err, MDF_ERR_NOMEM, "out of memory");
-        char *gpat = malloc(strlen(pat) + 1), *q = gpat;
-        for (const char *p = pat; *p;) {
-            if (strncmp(p, "{id}", 4) == 0) {
-                *q++ = '*';
-                p += 4;
-            } else {
-                *q++ = *p++;
-            }
-        }
-        *q = '\0';
-        glob_t gl;
-        memset(&gl, 0, sizeof gl);
-        int gr = glob(gpat, 0, NULL, &gl);
-        free(gpat);
-        free(pat);
-        if (gr == 0) {
-            files = calloc(gl.gl_pathc + 1, sizeof *files);
-            for (size_t i = 0; files && i < gl.gl_pathc; i++) {
-                int64_t id;
-                if (!match_id(w->path, gl.gl_pathv[i], &id)) continue;
-                files[nfiles++] = new_file(gl.gl_pathv[i]);
-            }
-        }
-        globfree(&gl);
+        st = existing_split_files(w, &files, &nfiles, err);
+        if (st != MDF_OK) return st;
     } else {
         files = calloc(1, sizeof *files);
         if (files) files[nfiles++] = w->single;

@@ -856,6 +856,28 @@ static void test_h5md(void **state)
     mdf_error_clear(&err);
     assert_int_equal(mdf_h5md_open(path_of("nodir/t_{id}.h5md"), &o, &w, &err), MDF_ERR_IO);
     o.append = 1;
+    /* Appending (--resume) to a {id} pattern none of whose files exist yet
+     * is appending to nothing, as for a single file that does not exist (it
+     * said "out of memory": glob() found no match). Names with glob
+     * characters match only themselves. */
+    mdf_error_clear(&err);
+    mdf_status st = mdf_h5md_open(path_of("none_yet_{id}.h5md"), &o, &w, &err);
+    if (st != MDF_OK) fail_msg("append to a {id} pattern without files: %s", err.message);
+    assert_int_equal(mdf_h5md_length(w), 0);
+    TU_CALL(mdf_h5md_close, w);
+    o.append = 0;
+    TU_CALL(mdf_h5md_open, path_of("b[1]_{id}.h5md"), &o, &w);
+    snapbuf b;
+    traj_snap(&b, 0, 3);
+    TU_CALL(mdf_h5md_append, w, &b.s, 0, 3);
+    free_snap(&b);
+    TU_CALL(mdf_h5md_close, w);
+    o.append = 1;
+    mdf_error_clear(&err);
+    st = mdf_h5md_open(path_of("b[1]_{id}.h5md"), &o, &w, &err);
+    if (st != MDF_OK) fail_msg("append to a pattern with glob characters: %s", err.message);
+    assert_int_equal(mdf_h5md_length(w), 3);
+    TU_CALL(mdf_h5md_close, w);
     mdf_error_clear(&err);
     assert_int_equal(mdf_h5md_open(path_of("text.h5"), &o, &w, &err), MDF_ERR_PARSE);
     /* a structure file is HDF5 but not H5MD */
