@@ -239,6 +239,29 @@ run md --input big.xyz --lj-cutoff 1000 --steps 1
 expect_error "lists larger than the machine's memory" 2 "neighbour lists would need" "lower the cutoff"
 rm -f big.xyz
 
+# ---- 4c. a run that explodes does not exit 0 -------------------------------------------
+# A 3x3x3 argon box at 300 K with dt 1000 fs goes to NaN within 20 steps;
+# the open pair far apart beside it stays finite. Without --nan-check the
+# run used to exit 0 with NaN everywhere: now it writes what it has and
+# fails, naming the system that exploded and only that one.
+awk 'BEGIN { a = 5.26; n = 3; L = a * n
+    printf "%d\nLattice=\"%.2f 0 0 0 %.2f 0 0 0 %.2f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
+    split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
+    for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
+        printf "Ar %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
+    printf "2\nProperties=species:S:1:pos:R:3 pbc=\"F F F\"\nAr 0 0 0\nAr 20 0 0\n" }' >explode.xyz
+run md --input explode.xyz --lj-cutoff 6.5 --temperature 300 --dt 1000 --steps 20 --output exploded.xyz
+expect_error "md that explodes without --nan-check" 2 "NaN/Inf" "1 of 2 systems" "system id 0" "--nan-check"
+if grep -F 'system id 1' "$T/stderr" >/dev/null; then fail "md that explodes: the finite system is not named"; show stderr "$T/stderr"
+else pass "md that explodes: the finite system is not named"; fi
+if [ "$(frames exploded.xyz | wc -l)" -eq 2 ]; then pass "md that explodes: --output still written (2 frames)"; else
+    fail "md that explodes: --output still written (2 frames)"; fi
+run md --input explode.xyz --lj-cutoff 6.5 --temperature 300 --dt 1000 --steps 20 --nan-check
+expect_error "md that explodes with --nan-check" 2 "NaN/Inf detected" "system id 0"
+run md --input explode.xyz --lj-cutoff 6.5 --temperature 300 --dt 5 --steps 20
+if [ "$rc" -eq 0 ]; then pass "the same input with dt 5 fs: exit 0"; else
+    fail "the same input with dt 5 fs: exit 0" "exit status $rc"; show stderr "$T/stderr"; fi
+
 # ---- 5. nothing already written is lost -----------------------------------------
 printf 'precious output\n' >out.xyz
 cp out.xyz out.saved

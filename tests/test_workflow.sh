@@ -211,6 +211,43 @@ else
     show stdout "$T/stdout"
 fi
 
+# ---- 3b. a run that explodes does not exit 0 ---------------------------------------------
+# Two 3x3x3 argon boxes entering NVE at 300 K with dt 1000 fs go to NaN;
+# the open pair far apart stays finite. Without hooks.nan_check the run
+# used to exit 0 with NaN written: now the structures are written and the
+# run fails naming the two boxes, and only them.
+awk 'BEGIN { a = 5.26; n = 3; L = a * n
+    split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
+    for (s = 0; s < 2; s++) {
+        printf "%d\nLattice=\"%.2f 0 0 0 %.2f 0 0 0 %.2f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
+        for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
+            printf "Ar %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
+    }
+    printf "2\nProperties=species:S:1:pos:R:3 pbc=\"F F F\"\nAr 0 0 0\nAr 20 0 0\n" }' >explode.xyz
+cat >explode.yaml <<'EOF'
+input: explode.xyz
+model:
+  type: lj
+  species:
+    - {element: Ar, epsilon: 0.0104, sigma: 3.40, cutoff: 6.5}
+stages:
+  md:
+    method: velocity_verlet
+    dt_fs: 1000
+    entry_temperature_K: 300
+    steps: 20
+composition: md
+sampler: {max_atoms: 300}
+output: {structures: exploded.xyz}
+scheduler: {ncpus: 2}
+seed: 3
+EOF
+run "$MDFLOW" run explode.yaml
+expect_error "run that explodes without nan_check" 2 "NaN/Inf" "2 of 3 systems: system id 0, system id 1;" \
+    "nan_check" "explode.yaml"
+if [ "$(frames exploded.xyz | wc -l)" -eq 3 ]; then pass "run that explodes: the 3 structures are still written"; else
+    fail "run that explodes: the 3 structures are still written"; fi
+
 # ---- 4. errors name the workflow file and the line -----------------------------------
 { cat wf.yaml; echo "frobnicate: 1"; } >unknown-top.yaml
 run "$MDFLOW" run unknown-top.yaml

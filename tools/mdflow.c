@@ -409,6 +409,28 @@ static void print_relax_result(const mdf_batch *b, const md_options *o, const md
     printf("%s\n", r->remaining > shown ? " ..." : "");
 }
 
+/* After a run: systems that ended with NaN/Inf (no NaN check stopped them)
+ * make it fail, naming them, instead of exiting 0 with NaN everywhere. */
+static mdf_status check_finite(const mdf_batch *b, command cmd, mdf_error *err)
+{
+    runner_nonfinite n;
+    memset(&n, 0, sizeof n);
+    mdf_status st = MDF_OK;
+    for (size_t i = 0; st == MDF_OK && i < mdf_batch_nsystems(b); i++) {
+        mdf_system_view v;
+        mdf_frame f;
+        st = mdf_batch_get_system(b, i, &v, err);
+        if (st == MDF_OK) st = mdf_batch_get_frame(b, i, &f, err);
+        if (st != MDF_OK) break;
+        runner_nonfinite_check(&n, &f, v.id, v.status);
+        mdf_frame_free(&f);
+    }
+    if (st != MDF_OK) return st;
+    return runner_nonfinite_error(&n, cmd == CMD_RELAX ? "clamp the forces (--max-force), or add --nan-check to stop at the first NaN, naming the step"
+                                                      : "try a smaller --dt or a force clamp (--max-force), or add --nan-check to stop at the first NaN, naming the step",
+                                  err);
+}
+
 static mdf_status write_output(const char *path, mdf_batch *b, mdf_error *err)
 {
     size_t n = mdf_batch_nsystems(b);
@@ -552,6 +574,7 @@ static mdf_status run_command(md_options *o, mdf_error *err)
             *err = werr;
         }
     }
+    if (st == MDF_OK) st = check_finite(batch, o->cmd, err);
     if (st == MDF_OK && o->cmd == CMD_RELAX) print_relax_result(batch, o, &report);
     if (st == MDF_OK) print_summary(batch, &report);
     mdf_stage_destroy(stage);

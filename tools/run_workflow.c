@@ -460,6 +460,19 @@ static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
     return st;
 }
 
+/* After the run: systems that left it with NaN/Inf (no NaN check stopped
+ * them) make it fail, naming them, instead of exiting 0 with NaN written. */
+static mdf_status check_finite(const mdf_workflow *wf, const collector *c, mdf_error *err)
+{
+    runner_nonfinite n;
+    memset(&n, 0, sizeof n);
+    for (size_t i = 0; i < c->count; i++) runner_nonfinite_check(&n, &c->frames[i], c->ids[i], c->status[i]);
+    char hint[512];
+    snprintf(hint, sizeof hint, "try a smaller dt or a force clamp (hooks: max_force), or add hooks: nan_check: "
+             "true to stop at the first NaN, naming the step (%.300s)", wf->path);
+    return runner_nonfinite_error(&n, hint, err);
+}
+
 /* Writes what was collected (also after a run stopped by a hook: it shows where). */
 static mdf_status finish(const mdf_workflow *wf, run_state *rs, const mdf_stage_report *report, mdf_status st,
                          mdf_error *err)
@@ -479,6 +492,7 @@ static mdf_status finish(const mdf_workflow *wf, run_state *rs, const mdf_stage_
         *err = werr;
         st = werr.code;
     }
+    if (st == MDF_OK) st = check_finite(wf, &rs->col, err);
     if (st == MDF_OK) print_summary(wf, &rs->frames, report, e, n, rs->col.exit_status);
     free(e);
     unstarted_free(&u);

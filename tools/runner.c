@@ -1,5 +1,6 @@
 /* mdflow — pieces the program's commands share. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,4 +87,39 @@ const char *runner_find_data(const char *relative)
         if (access(path, R_OK) == 0) return path;
     }
     return NULL;
+}
+
+static int all_finite(const double *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return 0;
+    return 1;
+}
+
+int runner_frame_finite(const mdf_frame *f)
+{
+    size_t n = 3 * (size_t)f->natoms;
+    return all_finite(f->positions, n) && (!f->velocities || all_finite(f->velocities, n)) &&
+           all_finite(f->cell, 9) && (!f->has_energy || isfinite(f->energy));
+}
+
+void runner_nonfinite_check(runner_nonfinite *n, const mdf_frame *f, int64_t id, int32_t status)
+{
+    n->total++;
+    if (status == MDF_STATUS_FAILED || runner_frame_finite(f)) return;
+    size_t len = strlen(n->names);
+    if (n->count < 5)
+        snprintf(n->names + len, sizeof n->names - len, "%ssystem id %lld", n->count ? ", " : "", (long long)id);
+    else if (n->count == 5)
+        snprintf(n->names + len, sizeof n->names - len, ", ...");
+    n->count++;
+}
+
+mdf_status runner_nonfinite_error(const runner_nonfinite *n, const char *hint, mdf_error *err)
+{
+    if (n->count == 0) return MDF_OK;
+    return mdf_error_set(err, MDF_ERR_PHYSICS,
+                         "the run ended with NaN/Inf positions, velocities or energies in %zu of %zu systems: %s; "
+                         "they exploded (no NaN check stopped them): %s",
+                         n->count, n->total, n->names, hint);
 }

@@ -38,6 +38,27 @@ mdf_status runner_lj_every_element(mdf_lj_config *lj, const mdf_frame_list *fram
 /* Whether any frame flags frozen atoms ("fixed" or "move_mask" columns). */
 int runner_frames_have_frozen(const mdf_frame_list *frames);
 
+/* Systems that ended a run with NaN/Inf, found on the host after it (a
+ * check that costs one pass over the final frames): without a NaN check
+ * hook an exploded run would otherwise finish "successfully" with NaN
+ * everywhere. Systems a hook already set aside (status MDF_STATUS_FAILED)
+ * are not counted. */
+typedef struct runner_nonfinite {
+    size_t count;            /* systems found */
+    size_t total;            /* systems looked at */
+    char names[400];         /* the first few, "system id 3, system id 7, ..." */
+} runner_nonfinite;
+
+/* 1 when a frame's positions, velocities, cell and energy are all finite. */
+int runner_frame_finite(const mdf_frame *f);
+
+/* Looks at one system's final frame. */
+void runner_nonfinite_check(runner_nonfinite *n, const mdf_frame *f, int64_t id, int32_t status);
+
+/* MDF_OK when no system was found; else MDF_ERR_PHYSICS naming them, with
+ * hint (what to change) at the end. */
+mdf_status runner_nonfinite_error(const runner_nonfinite *n, const char *hint, mdf_error *err);
+
 /* The installed or source copy of a data file such as
  * "examples/argon_mixed.xyz", searched under $MDFLOW_DATA, pkgdatadir and
  * the source tree; NULL when none is readable. */
