@@ -4,6 +4,16 @@
 #include <string.h>
 #include "mdflow/error.h"
 
+/* Never reads *err: callers may pass an mdf_error they never initialised
+ * (a stack variable), and a struct reused from an earlier failure must not
+ * drag that old message into the new one. Context goes on a cause through
+ * mdf_error_prefix, where the cause was just set. */
+static void set_text(mdf_error *err, mdf_status code, const char *text)
+{
+    snprintf(err->message, sizeof err->message, "%s", text);
+    err->code = code;
+}
+
 mdf_status mdf_error_set(mdf_error *err, mdf_status code, const char *fmt, ...)
 {
     if (!err) return code;
@@ -12,14 +22,21 @@ mdf_status mdf_error_set(mdf_error *err, mdf_status code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    if (err->code != MDF_OK && err->message[0]) {
-        /* Keep the deeper cause after the new context. */
-        char joined[2 * MDF_ERROR_MESSAGE_MAX + 2];
-        snprintf(joined, sizeof joined, "%s: %s", text, err->message);
-        snprintf(err->message, sizeof err->message, "%.*s", MDF_ERROR_MESSAGE_MAX - 1, joined);
-    } else {
-        snprintf(err->message, sizeof err->message, "%s", text);
-    }
+    set_text(err, code, text);
+    return code;
+}
+
+mdf_status mdf_error_prefix(mdf_error *err, mdf_status code, const char *fmt, ...)
+{
+    if (!err) return code;
+    char text[MDF_ERROR_MESSAGE_MAX], joined[2 * MDF_ERROR_MESSAGE_MAX + 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (err->message[0]) snprintf(joined, sizeof joined, "%s: %s", text, err->message);
+    else snprintf(joined, sizeof joined, "%s", text);
+    snprintf(err->message, sizeof err->message, "%.*s", MDF_ERROR_MESSAGE_MAX - 1, joined);
     err->code = code;
     return code;
 }

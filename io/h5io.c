@@ -152,7 +152,6 @@ void mdf_h5_append_failed(mdf_status st, mdf_error *err, long long kept, const c
     if (st != MDF_ERR_IO || !err) return;
     char inner[MDF_ERROR_MESSAGE_MAX];
     snprintf(inner, sizeof inner, "%s", err->message);
-    err->message[0] = '\0'; /* the new text holds it: no "context: cause" join */
     mdf_error_set(err, st,
                   "%s; the file keeps the %lld %s appended before: free disk space (or raise the quota or file "
                   "size limit) and resume",

@@ -656,7 +656,7 @@ static mdf_status setup_frame(reader *r, const header *h, kv_list *kvs, mdf_fram
     mdf_status st = mdf_frame_alloc(f, first_capacity(h), h->has_velocities || h->has_momenta,
                                     h->has_forces, h->has_masses, r->err);
     if (st)
-        return mdf_error_set(r->err, st, "%s:%ld: frame %zu announces %lld atoms (is that count "
+        return mdf_error_prefix(r->err, st, "%s:%ld: frame %zu announces %lld atoms (is that count "
                              "right?)", r->name, h->count_line, h->frame_no, (long long)h->natoms);
     memcpy(f->cell, h->cell, sizeof f->cell);
     memcpy(f->pbc, h->pbc, sizeof f->pbc);

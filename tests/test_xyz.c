@@ -972,6 +972,35 @@ static void test_elements(void **state)
     assert_int_equal(mdf_element_number(NULL), -1);
 }
 
+/* mdf_error_set never reads the caller's struct: an uninitialised one
+ * (here filled with garbage, as a stack variable may be; valgrind flagged
+ * the read) gets exactly the message, and a struct reused after a failure
+ * does not drag the old message into the new one. Context goes on a cause
+ * only through mdf_error_prefix. */
+static void test_error_struct_never_read(void **state)
+{
+    (void)state;
+    mdf_error err;
+    memset(&err, 0xA5, sizeof err);
+    mdf_frame_list l;
+    mdf_frame_list_init(&l);
+    assert_int_equal(mdf_xyz_read(path_of("missing.xyz"), &l, &err), MDF_ERR_IO);
+    print_message("garbage struct: %s\n", err.message);
+    assert_true(strncmp(err.message, "cannot open '", 13) == 0);
+    assert_null(strchr(err.message, (char)0xA5));
+    assert_true(strlen(err.message) < 300);
+    assert_int_equal(mdf_xyz_read(write_text("reused.xyz", "x\n"), &l, &err), MDF_ERR_PARSE);
+    assert_null(strstr(err.message, "cannot open"));
+    assert_non_null(strstr(err.message, "reused.xyz:1:"));
+    mdf_error_set(&err, MDF_ERR_NOMEM, "the cause");
+    assert_int_equal(mdf_error_prefix(&err, MDF_ERR_PARSE, "at %s", "line 3"), MDF_ERR_PARSE);
+    assert_string_equal(err.message, "at line 3: the cause");
+    assert_int_equal(err.code, MDF_ERR_PARSE);
+    assert_int_equal(mdf_error_set(NULL, MDF_ERR_IO, "x"), MDF_ERR_IO);
+    assert_int_equal(mdf_error_prefix(NULL, MDF_ERR_IO, "x"), MDF_ERR_IO);
+    mdf_frame_list_free(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1007,6 +1036,7 @@ int main(void)
         cmocka_unit_test(test_frame_copy_is_deep),
         cmocka_unit_test(test_frame_info_and_list),
         cmocka_unit_test(test_elements),
+        cmocka_unit_test(test_error_struct_never_read),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -31,8 +31,17 @@ typedef struct mdf_error {
 
 /* Records code and a printf-style message in err (which may be NULL) and
  * returns code, so callers can write `return mdf_error_set(err, ...)`.
- * A message already present is kept as context: the new text is prefixed. */
+ * Whatever err held is replaced, and never read: err may be uninitialised. */
 mdf_status mdf_error_set(mdf_error *err, mdf_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Adds context to the cause a call that just failed left in err: the
+ * message becomes "text: cause", the code becomes code. Only for an err
+ * that call set (mdf_error_set reads nothing, this reads the cause). */
+mdf_status mdf_error_prefix(mdf_error *err, mdf_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
