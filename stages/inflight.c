@@ -64,6 +64,17 @@ static int64_t system_capacity(const mdf_sampler *s, const mdf_sampler_config *c
     return c->max_systems > 0 && c->max_systems < by_atoms ? c->max_systems : by_atoms;
 }
 
+/* The atom budget the batch is built for: the workflow's, but never more
+ * than the whole dataset (+1: the sampler keeps strictly below it). Shard
+ * capacities follow from it, so a budget of 67 million atoms over a
+ * dataset of 200 allocated gigabytes of empty shards. */
+static int64_t atom_budget(const mdf_sampler *s, const mdf_sampler_config *c)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < mdf_sampler_size(s); i++) total += mdf_sampler_atoms(s, i);
+    return c->max_atoms < total + 1 ? c->max_atoms : total + 1;
+}
+
 static int64_t largest_system(const mdf_sampler *s)
 {
     int64_t largest = 1;
@@ -80,9 +91,10 @@ static int64_t largest_system(const mdf_sampler *s)
 static int choose_shards(const mdf_sampler *s, const mdf_sampler_config *sc, int64_t sys_cap, int requested)
 {
     int workers = (int)starpu_worker_get_count();
-    int64_t n = requested > 0 ? requested : mdf_batch_default_shards((size_t)sys_cap, sc->max_atoms);
+    int64_t budget = atom_budget(s, sc);
+    int64_t n = requested > 0 ? requested : mdf_batch_default_shards((size_t)sys_cap, budget);
     if (requested <= 0 && n > workers) n = workers > 0 ? workers : 1;
-    int64_t by_size = (sc->max_atoms - 1) / largest_system(s);
+    int64_t by_size = (budget - 1) / largest_system(s);
     if (n > by_size) n = by_size;
     if (n > sys_cap) n = sys_cap;
     if (n > (int64_t)mdf_sampler_size(s)) n = (int64_t)mdf_sampler_size(s);
@@ -105,7 +117,7 @@ static mdf_status first_batch(mdf_inflight *in, const mdf_sampler_config *sc, in
 {
     mdf_sampler *s = in->cfg.sampler;
     int nsh = choose_shards(s, sc, sys_cap, nshards);
-    int64_t atom_cap = (sc->max_atoms - 1) / nsh, shard_sys = sys_cap / nsh;
+    int64_t atom_cap = (atom_budget(s, sc) - 1) / nsh, shard_sys = sys_cap / nsh;
     int64_t pair_cap = sc->max_pairs > 0 ? (sc->max_pairs - 1) / nsh : -1;
     size_t *idx = malloc(sizeof *idx * (size_t)(shard_sys * nsh));
     mdf_frame *frames = malloc(sizeof *frames * (size_t)(shard_sys * nsh));
@@ -499,6 +511,25 @@ static mdf_status unpack_meta(const mdf_ckpt *ck, mdf_batch *b, mdf_error *err)
     return MDF_OK;
 }
 
+/* The layout's capacities (atoms caps[0..n), systems caps[n..2n)) are those
+ * of the batch arrays stored with it: checked before the batch is allocated
+ * from them, as a damaged layout could ask for any size. */
+static mdf_status layout_matches_arrays(const mdf_ckpt *ck, const int32_t *caps, int nshards, mdf_error *err)
+{
+    int64_t atoms = 0, systems = 0;
+    for (int k = 0; k < nshards; k++) {
+        atoms += caps[k];
+        systems += caps[nshards + k];
+    }
+    size_t npos = 0, nsys = 0;
+    if (!mdf_ckpt_get(ck, "batch.pos", sizeof(double), (size_t)-1, &npos, err) ||
+        !mdf_ckpt_get(ck, "batch.sys", sizeof(mdf_sys_info), (size_t)-1, &nsys, err))
+        return err ? err->code : MDF_ERR_PARSE;
+    if ((uint64_t)npos != 3 * (uint64_t)atoms || (uint64_t)nsys != (uint64_t)systems)
+        return damaged(ck, "the shard layout does not match the stored batch", err);
+    return MDF_OK;
+}
+
 static mdf_status get_batch(const mdf_ckpt *ck, mdf_batch **out, mdf_error *err)
 {
     size_t n = 0;
@@ -517,6 +548,7 @@ static mdf_status get_batch(const mdf_ckpt *ck, mdf_batch **out, mdf_error *err)
         caps[k] = (int32_t)l[0];
         caps[nshards + k] = (int32_t)l[1];
     }
+    if (st == MDF_OK) st = layout_matches_arrays(ck, caps, nshards, err);
     mdf_batch *b = NULL;
     if (st == MDF_OK) st = mdf_batch_alloc_layout(nshards, caps, caps + nshards, &b, err);
     free(caps);

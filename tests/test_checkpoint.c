@@ -401,6 +401,20 @@ static void test_refusals_and_atomic_writes(void **state)
     rmdir(tmp);
     free(after);
 
+    /* A damaged shard layout asking for terabytes of batch: refused as
+     * inconsistent with the arrays stored beside it, before allocating
+     * (it said "no memory for a batch"). */
+    {
+        mdf_ckpt *c = NULL;
+        TU_CALL(mdf_ckpt_read, ck, &c);
+        int64_t layout[8] = {1 << 25, 1 << 20, 0, 0, (1 << 25) - 1, 1 << 20, 0, 0}; /* 64 M atoms, within the batch limit */
+        TU_CALL(mdf_ckpt_put_i64, c, "batch.layout", layout, 8);
+        TU_CALL(mdf_ckpt_write, c);
+        mdf_ckpt_free(c);
+        o.resume = 1;
+        expect_error(&o, MDF_ERR_PARSE, ck, "shard layout");
+    }
+
     /* Damaged files: garbage, a truncated checkpoint, an HDF5 file that is not one. */
     FILE *fp = fopen(ck, "wb");
     fputs("not a checkpoint\n", fp);

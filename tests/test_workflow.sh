@@ -248,6 +248,23 @@ expect_error "run that explodes without nan_check" 2 "NaN/Inf" "2 of 3 systems: 
 if [ "$(frames exploded.xyz | wc -l)" -eq 3 ]; then pass "run that explodes: the 3 structures are still written"; else
     fail "run that explodes: the 3 structures are still written"; fi
 
+# ---- 3c. memory follows the dataset, not the budgets ---------------------------------------
+# The largest budgets a workflow may give over 69 atoms: the shards were
+# sized by the budget (16 GB resident and minutes of zeroing); now by what
+# the dataset can fill.
+variant huge-budget 's/^sampler: {max_atoms: 30, refill_interval: 5}$/sampler: {max_atoms: 67108864, max_systems: 67108864, refill_interval: 5}/'
+if [ -x /usr/bin/time ]; then MEASURE="/usr/bin/time -o $T/maxrss -f %M"; else MEASURE=; fi
+rm -f "$T/maxrss"
+# shellcheck disable=SC2086 # MEASURE is empty or four words
+run $MEASURE "$MDFLOW" run huge-budget.yaml
+kb=$(tail -n 1 "$T/maxrss" 2>/dev/null || echo 0)
+if [ "$rc" -eq 0 ] && grep -F 'max_atoms: 67108864' huge-budget.yaml >/dev/null && [ "$kb" -lt 1000000 ]; then
+    pass "run with budgets of 67 million atoms and systems over 69 atoms: exit 0, ${kb} kB resident at most"
+else
+    fail "run with budgets of 67 million atoms and systems over 69 atoms: exit 0, under 1 GB" \
+        "exit status $rc; max resident ${kb} kB"; show stderr "$T/stderr"
+fi
+
 # ---- 4. errors name the workflow file and the line -----------------------------------
 { cat wf.yaml; echo "frobnicate: 1"; } >unknown-top.yaml
 run "$MDFLOW" run unknown-top.yaml
