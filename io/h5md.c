@@ -645,7 +645,7 @@ static mdf_status open_existing(mdf_h5md_writer *w, mdf_error *err)
     }
     if (st == MDF_OK) {
         /* the complete prefix of the write order */
-        qsort(rows, (size_t)nrows, sizeof *rows, cmp_row);
+        if (nrows > 0) qsort(rows, (size_t)nrows, sizeof *rows, cmp_row); /* rows is NULL without files */
         int64_t n = 0;
         while (n < nrows && rows[n].g == n && find_sys(w, rows[n].id)) n++;
         for (int64_t i = 0; i < n && st == MDF_OK; i++) {
