@@ -21,6 +21,7 @@ elif [ "${MDF_SANITIZE:-0}" = 1 ]; then
   # float-cast-overflow (a NaN or out-of-range double converted to int) is
   # not part of GCC's -fsanitize=undefined: named here.
   export CFLAGS="-O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer"
+  export MDF_TEST_TIME_SCALE=${MDF_TEST_TIME_SCALE:-3}  # tests with a time limit scale it
   export LDFLAGS="-fsanitize=address,undefined,float-cast-overflow"
   # StarPU's own threads leak small buffers at exit; we check our code.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
