@@ -278,6 +278,7 @@ static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_sh
     s->atom_start = local_atom;
     s->natoms = (int32_t)f->natoms;
     s->status = status;
+    s->nfrozen = 0; /* counted with the atoms' flags below */
     const char *step = mdf_frame_get_info(f, "mdf_step");
     s->step = step ? strtoll(step, NULL, 10) : 0;
     b->res[slot].energy = f->has_energy ? f->energy : 0.0;
@@ -291,6 +292,7 @@ static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_sh
         ai->inv_mass = 1.0 / ai->mass;
         ai->sys = local_sys;
         ai->flags = frame_atom_frozen(f, a) ? MDF_ATOM_FROZEN : 0;
+        s->nfrozen += (ai->flags & MDF_ATOM_FROZEN) != 0;
         for (int k = 0; k < 3; k++) {
             b->pos[3 * (base + a) + k] = f->positions[3 * a + k];
             b->vel[3 * (base + a) + k] = f->velocities ? f->velocities[3 * a + k] : 0.0;
@@ -646,11 +648,19 @@ mdf_status mdf_batch_set_frozen(mdf_batch *b, size_t i, int64_t atom, int frozen
         return mdf_error_set(err, MDF_ERR_INVALID, "system %zu (id %lld) has %d atoms: atom %lld does not exist",
                              i, (long long)s->id, s->natoms, (long long)atom);
     const mdf_shard *sh = mdf_batch_slot_shard(b, slot);
-    /* Tasks may hold the atoms: take them for writing through StarPU. */
+    /* Tasks may hold the atoms and the systems (whose frozen count the
+     * degrees of freedom use): take both for writing through StarPU. */
     if (starpu_data_acquire(sh->atoms, STARPU_RW) != 0)
         return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's atoms", sh->index);
+    if (starpu_data_acquire(sh->sys, STARPU_RW) != 0) {
+        starpu_data_release(sh->atoms);
+        return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's systems", sh->index);
+    }
     mdf_atom_info *ai = &b->atoms[sh->atom_off + s->atom_start + atom];
+    int was = (ai->flags & MDF_ATOM_FROZEN) != 0;
     ai->flags = frozen ? (ai->flags | MDF_ATOM_FROZEN) : (ai->flags & ~MDF_ATOM_FROZEN);
+    b->sys[slot].nfrozen += (frozen != 0) - was;
+    starpu_data_release(sh->sys);
     starpu_data_release(sh->atoms);
     return MDF_OK;
 }

@@ -4,7 +4,8 @@
  * the value the paper's appendix draws,
  *   K' = K + (1-c)(K̄ (R1² + Σ_{i=2}^{Nf} R_i²)/Nf - K) + 2 R1 sqrt(c(1-c) K K̄/Nf),
  * c = exp(-dt/τ), K̄ = Nf kT/2, Nf = 3N - 3 (the rescaling keeps the total
- * momentum, zero after a velocity draw). The Nf normals are drawn one by one
+ * momentum, zero after a velocity draw), or 3 per free atom when some atoms
+ * are frozen (mdf_dof). The Nf normals are drawn one by one
  * (O(N) Philox draws, exact for every Nf). The canonical distribution is
  * sampled up to the O(dt²) error of velocity Verlet itself.
  *
@@ -42,13 +43,15 @@ static int bussi_post(const mdf_step_ctx *c)
     mdf_thermo_handles h = mdf_thermo_handles_of(sh);
     mdf_thermo_args a = {.work = sh->natoms, .dt = c->dt, .kT = MDF_KB * p->temperature_K,
                          .c1 = exp(-p->dt_fs / p->bussi.tau_fs), .seed = p->seed, .status = c->status,
-                         .nsys = sh->nsys, .kind = MDF_THERMO_BUSSI};
+                         .nsys = sh->nsys, .kind = MDF_THERMO_BUSSI,
+                         .momentum = mdf_integrator_momentum(&mdf_bussi)};
     return mdf_insert_thermo_post(&h, &a);
 }
 
 const mdf_integrator_ops mdf_bussi = {
     .name = "bussi",
     .summary = "NVT stochastic velocity rescaling, CSVR (Bussi, Donadio & Parrinello 2007)",
+    .flags = MDF_INTEG_MOMENTUM,
     .check = bussi_check,
     .pre_update = bussi_pre,
     .post_update = bussi_post,

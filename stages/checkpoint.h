@@ -22,8 +22,9 @@
 #include "mdflow/frame.h"
 #include "mdflow/batch.h"
 
-/* 2: mdf_sys_info.source (the sampler index of each system in flight) */
-#define MDF_CKPT_LAYOUT 2
+/* 2: mdf_sys_info.source (the sampler index of each system in flight)
+ * 3: mdf_sys_info.nfrozen (counted again from the atoms' flags on load) */
+#define MDF_CKPT_LAYOUT 3
 
 /* ---- growable byte buffers --------------------------------------------------- */
 

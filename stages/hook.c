@@ -108,7 +108,7 @@ mdf_status mdf_hook_set_schedule(mdf_hook *h, mdf_hook_point point, int64_t ever
 /* ---- rows ---------------------------------------------------------------------- */
 
 size_t mdf_hook_rows(const mdf_sys_info *sys, const mdf_sys_result *res, int32_t nsys, int32_t status,
-                     int32_t target, int keep, mdf_hook_row *rows)
+                     int32_t target, int keep, const mdf_dof_rule *dof, mdf_hook_row *rows)
 {
     size_t n = 0;
     for (int32_t s = 0; s < nsys; s++) {
@@ -117,13 +117,14 @@ size_t mdf_hook_rows(const mdf_sys_info *sys, const mdf_sys_result *res, int32_t
         if (keep == 1 && si->status != status && !just) continue;
         if (keep == 2 && !just) continue;
         const mdf_sys_result *r = &res[s];
+        double nf = mdf_sys_dof(si, mdf_dof_rule_momentum(dof, si));
         rows[n++] = (mdf_hook_row){
             .id = si->id, .step = si->step, .stage_step = si->stage_step, .status = si->status,
             .natoms = si->natoms, .flags = si->flags, .energy = r->energy, .kinetic = r->kinetic,
             .extra_energy = r->extra_energy, .fmax = r->fmax,
-            .temperature = 2.0 * r->kinetic / (mdf_dof(si->natoms) * MDF_KB),
+            .temperature = nf > 0.0 ? 2.0 * r->kinetic / (nf * MDF_KB) : 0.0,
             .virial_trace = r->virial[0] + r->virial[4] + r->virial[8],
-            .volume = fabs(mdf_det3(si->cell))};
+            .volume = fabs(mdf_det3(si->cell)), .dof = nf};
     }
     return n;
 }
@@ -146,7 +147,7 @@ static void callback_view(void *user, const mdf_host_view_args *a, const mdf_sys
     int keep = a->point == MDF_ON_CONVERGE ? 2 : 1;
     mdf_hook_event ev = {.point = (mdf_hook_point)a->point, .step = a->step, .shard = a->shard,
                          .stage_status = a->status};
-    ev.nrows = mdf_hook_rows(sys, res, a->nsys, a->status, a->target, keep, rows);
+    ev.nrows = mdf_hook_rows(sys, res, a->nsys, a->status, a->target, keep, &a->dof, rows);
     ev.rows = rows;
     if (a->point != MDF_ON_CONVERGE || ev.nrows > 0) c->fn(c->user, &ev);
     if (rows != stack_rows) free(rows);
@@ -157,7 +158,7 @@ static int callback_submit(mdf_hook *h, const mdf_hook_ctx *c)
     callback_impl *impl = (callback_impl *)h->impl;
     mdf_host_view_args a = {.work = c->sh->nsys, .step = c->step, .first_row = c->first_row, .nsys = c->sh->nsys,
                             .status = c->status, .target = c->target, .shard = c->sh->index,
-                            .point = (int32_t)c->point, .fn = callback_view, .user = impl};
+                            .point = (int32_t)c->point, .dof = c->dof, .fn = callback_view, .user = impl};
     return mdf_insert_host_view(c->sh->sys, c->sh->res, c->token, &a);
 }
 

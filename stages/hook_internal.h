@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include "../dataflow/batch_internal.h"
+#include "../codelets/host/host_view_codelet.h"
 #include "mdflow/hook.h"
 #include "mdflow/stage.h"
 
@@ -56,6 +57,7 @@ typedef struct mdf_hook_ctx {
     int32_t status;              /* the (sub-)stage's systems */
     int32_t target;              /* where its converged systems go */
     mdf_run_control *ctl;
+    mdf_dof_rule dof;            /* the stage's methods, for temperatures */
 } mdf_hook_ctx;
 
 /* ops->needs: what the step must compute on the hook's due steps. */
@@ -93,8 +95,10 @@ mdf_status mdf_hook_new(const mdf_hook_ops *ops, const char *name, mdf_hook_poin
 /* Rows of a shard's systems as host-side hooks see them (sys, res on the
  * host); fills rows[0..n) for systems passing `keep` and returns n.
  *   keep: 0 every system, 1 the (sub-)stage's systems (status) and those
- *         that just left it (now target, CONVERGED_NOW), 2 only the latter. */
+ *         that just left it (now target, CONVERGED_NOW), 2 only the latter.
+ * dof: which methods conserve the momentum (the temperatures' degrees of
+ * freedom, mdf_dof); NULL: all of them. */
 size_t mdf_hook_rows(const mdf_sys_info *sys, const mdf_sys_result *res, int32_t nsys, int32_t status,
-                     int32_t target, int keep, mdf_hook_row *rows);
+                     int32_t target, int keep, const mdf_dof_rule *dof, mdf_hook_row *rows);
 
 #endif

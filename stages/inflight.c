@@ -584,12 +584,20 @@ static mdf_status get_batch(const mdf_ckpt *ck, mdf_batch **out, mdf_error *err)
             st = damaged(ck, "the order of the systems", err);
     }
     /* Every system's atoms lie within its shard's fill. */
+    /* Each system's frozen count comes from its atoms' flags, not from the
+     * file (no task has run on the new handles yet: main memory is the only
+     * copy). */
     for (int k = 0; st == MDF_OK && k < b->nshards; k++) {
         const mdf_shard *sh = &b->shards[k];
         for (int32_t i = 0; st == MDF_OK && i < sh->nsys; i++) {
-            const mdf_sys_info *si = &b->sys[sh->sys_off + i];
-            if (si->natoms < 1 || si->atom_start < 0 || si->atom_start + si->natoms > sh->natoms)
+            mdf_sys_info *si = &b->sys[sh->sys_off + i];
+            if (si->natoms < 1 || si->atom_start < 0 || si->atom_start + si->natoms > sh->natoms) {
                 st = damaged(ck, "a system's atom range", err);
+                break;
+            }
+            si->nfrozen = 0;
+            for (int32_t a = 0; a < si->natoms; a++)
+                si->nfrozen += (b->atoms[sh->atom_off + si->atom_start + a].flags & MDF_ATOM_FROZEN) != 0;
         }
     }
     if (st != MDF_OK) {

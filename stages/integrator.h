@@ -34,6 +34,9 @@ typedef struct mdf_step_ctx {
 /* ops->flags */
 #define MDF_INTEG_OPTIMISER 1     /* moves down the forces; velocities are its own */
 #define MDF_INTEG_NEEDS_VIRIAL 2  /* reads res.virial in pre_update: model computes it every step */
+#define MDF_INTEG_MOMENTUM 4      /* conserves the total momentum when no atom is frozen: the
+                                   * kinetic energy has 3N - 3 degrees of freedom, not 3N
+                                   * (mdf_dof; the temperatures and thermostat targets) */
 
 typedef struct mdf_integrator_ops {
     const char *name;
@@ -54,6 +57,11 @@ typedef struct mdf_integrator_ops {
 const mdf_integrator_ops *mdf_find_integrator(const char *name);
 /* 1-based registry number of a method (0 if it is not registered). */
 int32_t mdf_integrator_number(const mdf_integrator_ops *ops);
+/* 1 if the method conserves the total momentum (MDF_INTEG_MOMENTUM). */
+static inline int mdf_integrator_momentum(const mdf_integrator_ops *ops)
+{
+    return ops && (ops->flags & MDF_INTEG_MOMENTUM) != 0;
+}
 
 /* The registered methods (one file each). */
 extern const mdf_integrator_ops mdf_velocity_verlet;

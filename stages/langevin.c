@@ -8,9 +8,9 @@
  * O(dt²) error too.
  *
  * The noise acts on every atom independently, so the total momentum is
- * thermalised too: the kinetic energy averages 3N kT/2, not (3N-3) kT/2 (the
- * temperature column, which counts 3N - 3 degrees of freedom, reads higher by
- * a factor 3N/(3N-3)). Frozen atoms get no noise.
+ * thermalised too: the kinetic energy averages 3N kT/2, not (3N-3) kT/2, and
+ * the method does not carry MDF_INTEG_MOMENTUM: its temperatures count 3N
+ * degrees of freedom (3 per free atom; mdf_dof). Frozen atoms get no noise.
  *
  * res.extra_energy accumulates minus the kinetic energy the O steps added,
  * so potential + kinetic + extra_energy changes only by the splitting error
@@ -38,7 +38,8 @@ static mdf_thermo_args langevin_args(const mdf_step_ctx *c)
     const mdf_dynamics_params *p = c->p;
     return (mdf_thermo_args){.work = c->sh->natoms, .dt = c->dt, .kT = MDF_KB * p->temperature_K,
                              .c1 = exp(-p->langevin.friction_per_fs * p->dt_fs), .seed = p->seed,
-                             .status = c->status, .nsys = c->sh->nsys, .kind = MDF_THERMO_LANGEVIN};
+                             .status = c->status, .nsys = c->sh->nsys, .kind = MDF_THERMO_LANGEVIN,
+                             .momentum = mdf_integrator_momentum(&mdf_langevin)};
 }
 
 static int langevin_pre(const mdf_step_ctx *c)

@@ -5,7 +5,8 @@
  *   post_update  B(dt/2), chain(dt/2)
  * Chain of `chain` thermostats, masses Q_1 = Nf kT τ², Q_j = kT τ² (LAMMPS's
  * choice: τ is the period of the thermostat's oscillation), Nf = 3N - 3
- * (velocity scaling keeps the total momentum). The chain variables η_j, η̇_j
+ * (velocity scaling keeps the total momentum), or 3 per free atom when some
+ * atoms are frozen (mdf_dof). The chain variables η_j, η̇_j
  * live in the system's state block and restart at zero when the system
  * enters the stage.
  *
@@ -41,7 +42,7 @@ static mdf_thermo_args nhc_args(const mdf_step_ctx *c)
     return (mdf_thermo_args){.work = c->sh->natoms, .dt = c->dt, .kT = MDF_KB * p->temperature_K,
                              .tau = mdf_fs_to_internal(p->nose_hoover.tau_fs), .seed = p->seed,
                              .status = c->status, .nsys = c->sh->nsys, .chain = p->nose_hoover.chain,
-                             .kind = MDF_THERMO_NHC};
+                             .kind = MDF_THERMO_NHC, .momentum = mdf_integrator_momentum(&mdf_nose_hoover)};
 }
 
 static int nhc_pre(const mdf_step_ctx *c)
@@ -61,6 +62,7 @@ static int nhc_post(const mdf_step_ctx *c)
 const mdf_integrator_ops mdf_nose_hoover = {
     .name = "nose_hoover",
     .summary = "NVT Nose-Hoover chain, Trotter splitting as LAMMPS fix nvt (Martyna et al. 1996)",
+    .flags = MDF_INTEG_MOMENTUM,
     .check = nhc_check,
     .pre_update = nhc_pre,
     .post_update = nhc_post,

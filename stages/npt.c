@@ -74,7 +74,8 @@ static mdf_thermo_args npt_args(const mdf_step_ctx *c)
                              .p0 = p->npt.pressure_bar * MDF_BAR_IN_EV_PER_A3,
                              .beta_t = p->npt.compressibility_per_bar / MDF_BAR_IN_EV_PER_A3,
                              .tau_p = mdf_fs_to_internal(p->npt.tau_p_fs), .seed = p->seed,
-                             .status = c->status, .nsys = c->sh->nsys, .kind = MDF_THERMO_NPT};
+                             .status = c->status, .nsys = c->sh->nsys, .kind = MDF_THERMO_NPT,
+                             .momentum = mdf_integrator_momentum(&mdf_npt)};
 }
 
 static int npt_pre(const mdf_step_ctx *c)
@@ -94,7 +95,7 @@ static int npt_post(const mdf_step_ctx *c)
 const mdf_integrator_ops mdf_npt = {
     .name = "npt",
     .summary = "NPT: isotropic stochastic cell rescaling (Bernetti & Bussi 2020) + Bussi thermostat",
-    .flags = MDF_INTEG_NEEDS_VIRIAL,
+    .flags = MDF_INTEG_NEEDS_VIRIAL | MDF_INTEG_MOMENTUM,
     .check = npt_check,
     .pre_update = npt_pre,
     .post_update = npt_post,

@@ -31,7 +31,8 @@ static void rows_view(void *user, const mdf_host_view_args *a, const mdf_sys_inf
     pthread_mutex_lock(&c->lock);
     rows_slot *slot = slot_of(c, a->step);
     for (int32_t s = 0; s < a->nsys; s++) {
-        size_t n = mdf_hook_rows(sys + s, res + s, 1, a->status, a->target, c->keep, &slot->rows[a->first_row + s]);
+        size_t n = mdf_hook_rows(sys + s, res + s, 1, a->status, a->target, c->keep, &a->dof,
+                                 &slot->rows[a->first_row + s]);
         slot->present[a->first_row + s] = (unsigned char)n;
     }
     if (--slot->remaining == 0) {
@@ -101,7 +102,7 @@ int mdf_rows_submit(mdf_rows *c, const mdf_hook_ctx *ctx)
     }
     mdf_host_view_args a = {.work = sh->nsys, .step = ctx->step, .first_row = ctx->first_row, .nsys = sh->nsys,
                             .status = ctx->status, .target = ctx->target, .shard = sh->index,
-                            .point = (int32_t)ctx->point,
+                            .point = (int32_t)ctx->point, .dof = ctx->dof,
                             .fn = rows_view, .user = c};
     return mdf_insert_host_view(sh->sys, sh->res, ctx->token, &a);
 }

@@ -349,7 +349,10 @@ static mdf_status submit_hooks(stage_run *r, int p, int k, mdf_hook_point point,
     stage_part *part = &r->s->parts[p];
     mdf_hook_ctx ctx = {.b = r->b, .sh = &r->b->shards[k], .token = r->tokens[k], .point = point, .step = step,
                         .first_row = r->first_row[k], .status = part->cfg.status,
-                        .target = part->cfg.converged_status, .ctl = &r->ctl};
+                        .target = part->cfg.converged_status, .ctl = &r->ctl,
+                        .dof = {.lo = r->lo, .nparts = r->s->nparts, .own = p, .momentum = 0}};
+    for (int q = 0; q < r->s->nparts; q++)
+        ctx.dof.momentum |= (uint32_t)mdf_integrator_momentum(r->s->parts[q].integ) << q;
     for (int h = 0; h < part->nhooks; h++) {
         if (!hook_due(part->hooks[h], point, step)) continue;
         int ret = part->hooks[h]->ops->submit(part->hooks[h], &ctx);

@@ -19,6 +19,7 @@ static int vv_post(const mdf_step_ctx *c)
 const mdf_integrator_ops mdf_velocity_verlet = {
     .name = "velocity_verlet",
     .summary = "NVE velocity Verlet (symplectic, time-reversible)",
+    .flags = MDF_INTEG_MOMENTUM,
     .pre_update = vv_pre,
     .post_update = vv_post,
 };

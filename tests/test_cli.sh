@@ -171,6 +171,42 @@ else
     show thermo2.txt thermo2.txt; show stderr "$T/stderr"
 fi
 
+# Temperatures: every thermo row's Temp is 2 KinEng / (Nf kB), with Nf counted
+# from theory per system: 3N - 3 under nve (and the other momentum-conserving
+# methods), 3N under langevin (its noise thermalises the total momentum), 3 per
+# free atom when atoms are frozen; batch rows divide the summed K by the summed
+# Nf. kB = 8.6173303e-5 eV/K (CODATA 2014, ASE's). frozen.xyz is the 13-atom
+# cluster with 3 atoms flagged in a "fixed" column.
+awk 'NR > 258' in.xyz | awk 'NR == 2 { print "Properties=species:S:1:pos:R:3:fixed:L:1 pbc=\"F F F\""; next }
+    NR > 2 { print $0, (NR <= 5 ? "T" : "F"); next } { print }' >frozen.xyz
+# check_temps NAME FILE PER_SYSTEM NF...: the Temp column of FILE against 2K/(Nf kB).
+check_temps() {
+    name=$1 file=$2 per=$3
+    shift 3
+    bad=$(thermo_rows "$file" | awk -v per="$per" -v nfs="$*" '
+        BEGIN { kb = 8.6173303e-5; n = split(nfs, nf, " "); for (i = 1; i <= n; i++) tot += nf[i] }
+        { if (per) { k = $5; t = $7; f = nf[$2 + 1] } else { k = $4; t = $6; f = tot }
+          want = 2 * k / (f * kb); rows++
+          if (t - want > 2e-4 || want - t > 2e-4) { printf "row %s: Temp %s, 2K/(Nf kB) = %.4f (Nf %d)\n", $0, t, want, f; exit } }
+        END { if (rows == 0) print "no rows" }')
+    if [ "$rc" -eq 0 ] && [ -z "$bad" ]; then pass "$name: Temp = 2K/(Nf kB) with Nf = $*"; else
+        fail "$name: Temp = 2K/(Nf kB) with Nf = $*" "exit status $rc; $bad"; show "$file" "$file"; show stderr "$T/stderr"; fi
+}
+for ens in nve langevin bussi; do
+    case $ens in langevin) nf="768 39" ;; *) nf="765 36" ;; esac
+    run "$MDFLOW" md --input in.xyz --ensemble "$ens" --temperature 40 --steps 20 --dt 5 --thermo 5 \
+        --thermo-per-system --thermo-file "t-$ens.txt"
+    check_temps "md --ensemble $ens --thermo-per-system" "t-$ens.txt" 1 $nf
+    run "$MDFLOW" md --input in.xyz --ensemble "$ens" --temperature 40 --steps 20 --dt 5 --thermo 5 \
+        --thermo-file "tb-$ens.txt"
+    check_temps "md --ensemble $ens, batch rows" "tb-$ens.txt" 0 $nf
+done
+for ens in nve langevin nose-hoover; do
+    run "$MDFLOW" md --input frozen.xyz --ensemble "$ens" --temperature 40 --steps 20 --dt 5 --thermo 5 \
+        --thermo-per-system --thermo-file "tf-$ens.txt"
+    check_temps "md --ensemble $ens, 3 of 13 atoms frozen" "tf-$ens.txt" 1 30
+done
+
 # ---- 4. bad input: exit status 2 and a message naming the file/line or system --------
 run md --input truncated.xyz
 expect_error "truncated file" 2 "truncated.xyz:5" "4 atoms" "line"

@@ -47,7 +47,12 @@
  * 6. The noise: the logarithm and sine/cosine of the Box–Muller transform
  *    (plain arithmetic, mdf_philox.h) against libm, and the normals against
  *    the moments of N(0, 1): mean 0, variance 1, fourth moment 3, the two
- *    of a Box–Muller pair uncorrelated, P(|g| > 3) = 0.0026998. */
+ *    of a Box–Muller pair uncorrelated, P(|g| > 3) = 0.0026998.
+ * 7. Degrees of freedom: for Langevin, Bussi, Nosé–Hoover and NPT, on
+ *    13-atom clusters and 256-atom crystals, plain and with frozen atoms,
+ *    every reported temperature is 2K/(Nf kB) with Nf from theory (3N - 3,
+ *    3N for Langevin, 3 per free atom with frozen atoms), and the mean
+ *    temperature is the target within 4σ (block averages); see below. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -740,6 +745,245 @@ static void test_bad_parameters(void **state)
     }
 }
 
+/* ---- 7. temperatures and degrees of freedom ---------------------------------------------- */
+
+/* The reported temperature is 2K/(Nf kB), and each thermostat holds the
+ * kinetic energy at Nf kT/2, with Nf counted from what the method conserves
+ * (theory, not the library's count):
+ *   Langevin                        3 (N - frozen): its noise thermalises
+ *                                   the total momentum;
+ *   velocity Verlet, Nosé–Hoover,   3N - 3 without frozen atoms (the total
+ *   Bussi, NPT                      momentum is conserved, and zero after a
+ *                                   velocity draw); 3 (N - frozen) with some
+ *                                   (they exert forces on the free atoms).
+ * Systems: 13-atom argon clusters (open, every pair within the cutoff) and
+ * 256-atom fcc argon crystals (periodic), each plain and with frozen atoms.
+ * Every row's temperature must be 2K/(Nf kB) to round-off, and the long-run
+ * mean temperature of each kind of system must lie within 4σ (+ the O(dt²)
+ * bias, 1e-3 T) of the target: σ from block averages of each system's
+ * series (10 blocks, each many correlation times long), combined over
+ * independent systems, and never below the uncorrelated floor that the
+ * canonical variance Var K = Nf (kT)²/2 gives. The measured variance of T
+ * is printed against its canonical value 2T²/Nf. */
+
+enum { DOF_CL = 8, DOF_CL_FROZEN = 3, DOF_EVERY = 5, DOF_BLOCKS = 10, DOF_BULK = 2, DOF_BULK_FROZEN = 32 };
+#define DOF_CL_T 25.0
+#define DOF_BULK_T 40.0
+#define DOF_DT 5.0
+
+static double theory_nf(int natoms, int nfrozen, int momentum)
+{
+    if (nfrozen > 0 || !momentum) return 3.0 * (natoms - nfrozen);
+    return natoms > 1 ? 3.0 * natoms - 3.0 : 3.0;
+}
+
+/* Per-system series of the reported temperature, and the worst deviation
+ * of a row's temperature from 2K/(Nf kB). */
+typedef struct tseries {
+    int nsys, cap, momentum;
+    int64_t from;
+    const int *nfrozen;
+    int *n;
+    double *t, worst;
+    int bad;
+} tseries;
+
+static void sample_temperatures(void *user, const mdf_hook_event *ev)
+{
+    tseries *s = (tseries *)user;
+    for (size_t r = 0; r < ev->nrows; r++) {
+        const mdf_hook_row *w = &ev->rows[r];
+        if (w->id < 0 || w->id >= s->nsys) {
+            s->bad = 1;
+            continue;
+        }
+        double nf = theory_nf(w->natoms, s->nfrozen[w->id], s->momentum), want = 2.0 * w->kinetic / (nf * MDF_KB);
+        double dev = fabs(w->temperature - want) / fmax(want, 1e-300);
+        if (!(dev <= s->worst)) s->worst = isnan(dev) ? INFINITY : dev;
+        if (ev->step < s->from || s->n[w->id] >= s->cap) continue;
+        s->t[(size_t)w->id * (size_t)s->cap + (size_t)s->n[w->id]++] = w->temperature;
+    }
+}
+
+/* Runs integ on the batch (freeze hook on) and checks the systems [first,
+ * first + count), which share natoms and nfrozen. */
+typedef struct dof_group {
+    const char *what;
+    int first, count;
+} dof_group;
+
+static void check_dof_run(mdf_batch *b, mdf_model *m, const char *integ, int momentum, const mdf_dynamics_params *p,
+                          int64_t equil, int64_t steps, const int *nfrozen, const int *natoms, int nsys,
+                          const dof_group *groups, int ngroups)
+{
+    int cap = (int)((steps - equil) / DOF_EVERY);
+    tseries ts = {.nsys = nsys, .cap = cap, .momentum = momentum, .from = equil + DOF_EVERY, .nfrozen = nfrozen};
+    ts.n = calloc((size_t)nsys, sizeof *ts.n);
+    ts.t = calloc((size_t)nsys * (size_t)cap, sizeof(double));
+    mdf_stage_config cfg;
+    mdf_stage_config_init(&cfg);
+    cfg.integrator = integ;
+    cfg.max_steps = steps;
+    cfg.skin = 0.5;
+    cfg.params = *p;
+    mdf_stage *s = NULL;
+    TU_CALL(mdf_stage_create, &cfg, &s);
+    mdf_hook *h = NULL;
+    TU_CALL(mdf_hook_create_freeze, &h);
+    TU_CALL(mdf_stage_add_hook, s, h);
+    TU_CALL(mdf_hook_create_callback, "temperatures", MDF_AFTER_STEP, DOF_EVERY, sample_temperatures, &ts, &h);
+    TU_CALL(mdf_stage_add_hook, s, h);
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run, s, b, m, &rep);
+    mdf_stage_destroy(s);
+    assert_false(ts.bad);
+    double T0 = p->temperature_K;
+    printf("# %s (%.1f s): worst |T_row - 2K/(Nf kB)| / T = %.2e\n", integ, rep.wall_seconds, ts.worst);
+    int ok = ts.worst < 1e-12;
+    for (int g = 0; g < ngroups; g++) {
+        const dof_group *gr = &groups[g];
+        int na = natoms[gr->first], nfz = nfrozen[gr->first];
+        double nf = theory_nf(na, nfz, momentum), err2 = 0.0, sum = 0.0, var = 0.0, means[64];
+        int bs = cap / DOF_BLOCKS;
+        assert_true(gr->count <= 64);
+        for (int i = gr->first; i < gr->first + gr->count; i++) {
+            assert_int_equal(ts.n[i], cap);
+            const double *t = ts.t + (size_t)i * (size_t)cap;
+            double bm[DOF_BLOCKS];
+            for (int k = 0; k < DOF_BLOCKS; k++) bm[k] = mean_of(t + k * bs, bs);
+            means[i - gr->first] = mean_of(bm, DOF_BLOCKS);
+            double e = sem_of(bm, DOF_BLOCKS);
+            err2 += e * e;
+            sum += means[i - gr->first];
+            for (int k = 0; k < DOF_BLOCKS * bs; k++) var += (t[k] - T0) * (t[k] - T0);
+        }
+        double mean = sum / gr->count, err = sqrt(err2) / gr->count;
+        /* The spread of the independent systems, when larger; and never
+         * below the floor of uncorrelated canonical samples. */
+        if (gr->count > 2) err = fmax(err, sem_of(means, gr->count));
+        double floor = T0 * sqrt(2.0 / nf) / sqrt((double)gr->count * DOF_BLOCKS * bs);
+        err = fmax(err, floor);
+        var /= (double)gr->count * DOF_BLOCKS * bs;
+        double tol = 4.0 * err + 1e-3 * T0;
+        int pass = fabs(mean - T0) <= tol;
+        printf("#   %-34s N %3d, frozen %2d, Nf %3.0f: <T> = %.3f +- %.3f K (target %.1f, %+.2f sigma)%s; "
+               "Var T %.3g K2 (canonical 2T2/Nf %.3g)\n",
+               gr->what, na, nfz, nf, mean, err, T0, (mean - T0) / err, pass ? "" : "  FAIL", var,
+               2.0 * T0 * T0 / nf);
+        ok &= pass;
+    }
+    free(ts.n);
+    free(ts.t);
+    assert_true(ok);
+}
+
+/* DOF_CL 13-atom clusters plain, then DOF_CL with DOF_CL_FROZEN atoms frozen. */
+static void check_dof_clusters(const char *integ, int momentum, mdf_dynamics_params p)
+{
+    enum { N = 2 * DOF_CL };
+    mdf_frame f[N];
+    int nfrozen[N], natoms[N];
+    for (int i = 0; i < N; i++) {
+        f[i] = tu_fcc_cluster(5.30, 0.75, 0.05, 400 + (uint64_t)i);
+        assert_int_equal(f[i].natoms, 13);
+        natoms[i] = 13;
+        nfrozen[i] = i < DOF_CL ? 0 : DOF_CL_FROZEN;
+    }
+    mdf_model *m = argon_model(8.5, 1);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, N, NULL, &b);
+    for (int i = DOF_CL; i < N; i++)
+        for (int a = 0; a < DOF_CL_FROZEN; a++) TU_CALL(mdf_batch_set_frozen, b, (size_t)i, a, 1);
+    TU_CALL(mdf_batch_thermalize, b, DOF_CL_T, 17, 0);
+    p.temperature_K = DOF_CL_T;
+    const dof_group groups[] = {{"13-atom clusters", 0, DOF_CL}, {"13-atom clusters, 3 frozen", DOF_CL, DOF_CL}};
+    check_dof_run(b, m, integ, momentum, &p, 1000, 9000, nfrozen, natoms, N, groups, 2);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    for (int i = 0; i < N; i++) mdf_frame_free(&f[i]);
+}
+
+/* DOF_BULK fcc crystals of 256 atoms plain, then DOF_BULK with the
+ * DOF_BULK_FROZEN atoms of the plane z = 0 frozen. */
+static void check_dof_bulk(const char *integ, int momentum, mdf_dynamics_params p, int64_t steps)
+{
+    enum { N = 2 * DOF_BULK };
+    mdf_frame f[N];
+    int nfrozen[N], natoms[N];
+    for (int i = 0; i < N; i++) {
+        f[i] = tu_fcc(4, 4, 4, 5.30, 18, 0.0, 0.02, 500 + (uint64_t)i);
+        natoms[i] = (int)f[i].natoms;
+        nfrozen[i] = i < DOF_BULK ? 0 : DOF_BULK_FROZEN;
+    }
+    mdf_model *m = argon_model(6.0, 1); /* r_list 6.5 A: three cells across the 21.2 A box */
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, N, NULL, &b);
+    for (int i = DOF_BULK; i < N; i++) {
+        int n = 0;
+        for (int64_t a = 0; a < f[i].natoms; a++)
+            if (fabs(f[i].positions[3 * a + 2]) < 0.5) {
+                TU_CALL(mdf_batch_set_frozen, b, (size_t)i, a, 1);
+                n++;
+            }
+        assert_int_equal(n, DOF_BULK_FROZEN);
+    }
+    TU_CALL(mdf_batch_thermalize, b, 2.0 * DOF_BULK_T, 19, 0); /* half goes into the potential energy */
+    p.temperature_K = DOF_BULK_T;
+    const dof_group groups[] = {{"fcc 4x4x4 crystals", 0, DOF_BULK},
+                                {"fcc 4x4x4 crystals, a plane frozen", DOF_BULK, DOF_BULK}};
+    check_dof_run(b, m, integ, momentum, &p, steps / 5, steps, nfrozen, natoms, N, groups, 2);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    for (int i = 0; i < N; i++) mdf_frame_free(&f[i]);
+}
+
+static mdf_dynamics_params dof_params(void)
+{
+    mdf_dynamics_params p;
+    mdf_dynamics_params_init(&p);
+    p.dt_fs = DOF_DT;
+    p.seed = 31;
+    p.langevin.friction_per_fs = 0.01;
+    p.bussi.tau_fs = 100.0;
+    p.nose_hoover.tau_fs = 200.0;
+    p.nose_hoover.chain = 3;
+    p.npt.pressure_bar = 0.0;
+    p.npt.tau_p_fs = 1000.0;
+    p.npt.tau_t_fs = 100.0;
+    p.npt.compressibility_per_bar = 7e-5;
+    return p;
+}
+
+static void test_dof_langevin(void **state)
+{
+    (void)state;
+    check_dof_clusters("langevin", 0, dof_params());
+    check_dof_bulk("langevin", 0, dof_params(), 6000);
+}
+
+static void test_dof_bussi(void **state)
+{
+    (void)state;
+    check_dof_clusters("bussi", 1, dof_params());
+    check_dof_bulk("bussi", 1, dof_params(), 6000);
+}
+
+static void test_dof_nose_hoover(void **state)
+{
+    (void)state;
+    check_dof_clusters("nose_hoover", 1, dof_params());
+    check_dof_bulk("nose_hoover", 1, dof_params(), 6000);
+}
+
+/* NPT's thermostat (Bussi) on the crystals; clusters run under it at
+ * constant volume. */
+static void test_dof_npt(void **state)
+{
+    (void)state;
+    check_dof_clusters("npt", 1, dof_params());
+    check_dof_bulk("npt", 1, dof_params(), 3000);
+}
+
 int main(void)
 {
     tu_start(NULL, 2, 0);
@@ -752,7 +996,12 @@ int main(void)
         cmocka_unit_test(test_nose_hoover_liquid),
         cmocka_unit_test(test_invariance),
         cmocka_unit_test(test_npt_vs_lammps),
+        cmocka_unit_test(test_dof_langevin),
+        cmocka_unit_test(test_dof_bussi),
+        cmocka_unit_test(test_dof_nose_hoover),
+        cmocka_unit_test(test_dof_npt),
     };
+    if (getenv("MDF_TEST_FILTER")) cmocka_set_test_filter(getenv("MDF_TEST_FILTER"));
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_stop();
     return rc;

@@ -69,6 +69,11 @@ typedef struct mdf_sys_info {
     int32_t source;        /* index in the dataset it came from (the frames
                             * given to mdf_batch_create, or the sampler's);
                             * ids may be anything, this finds the system */
+    int32_t nfrozen;       /* atoms flagged MDF_ATOM_FROZEN: kept by the batch
+                            * wherever flags are set (creation, refills,
+                            * mdf_batch_set_frozen) and counted again from the
+                            * flags when a checkpoint is loaded */
+    int32_t pad_;
     double cell[9];        /* lattice vectors as rows, Å */
     double inv_cell[9];    /* inverse of cell: fractional = r · inv_cell */
 } mdf_sys_info;
@@ -120,9 +125,22 @@ typedef struct mdf_chunk {
 /* Whether a system takes part in work restricted to statuses [lo, hi]. */
 MDF_HD int mdf_status_in(int32_t status, int32_t lo, int32_t hi) { return status >= lo && status <= hi; }
 
-/* Degrees of freedom of a system's kinetic energy: 3N, less the 3 of the
- * total momentum that velocity draws remove (N > 1). */
-MDF_HD double mdf_dof(int32_t natoms) { return natoms > 1 ? 3.0 * natoms - 3.0 : 3.0 * natoms; }
+/* Degrees of freedom of a system's kinetic energy: 3 per free atom, less
+ * the 3 of the total momentum when the method conserves it (`momentum`:
+ * velocity Verlet, Nosé–Hoover, Bussi, NPT; not Langevin, whose noise
+ * thermalises the total momentum too) and no atom is frozen (frozen atoms
+ * exert forces on the free ones, whose momentum then changes). A lone atom
+ * keeps its 3; a system of frozen atoms only has none. The reported
+ * temperature (2K / (Nf kB)) and the thermostats' targets (Nf kT/2) both
+ * use this count. */
+MDF_HD double mdf_dof(int32_t natoms, int32_t nfrozen, int momentum)
+{
+    int32_t nfree = natoms - nfrozen;
+    if (nfree <= 0) return 0.0;
+    return momentum && nfrozen == 0 && natoms > 1 ? 3.0 * natoms - 3.0 : 3.0 * nfree;
+}
+
+MDF_HD double mdf_sys_dof(const mdf_sys_info *s, int momentum) { return mdf_dof(s->natoms, s->nfrozen, momentum); }
 
 /* r · m for a row vector r and a 3x3 row-major matrix m. */
 MDF_HD void mdf_vec_mat(const double r[3], const double m[9], double out[3])

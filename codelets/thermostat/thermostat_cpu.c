@@ -124,7 +124,7 @@ void mdf_nhc_pre_cpu(void *buffers[], void *cl_arg)
         }
         double k2 = 2.0 * system_ke(&sys[s], v, atoms);
         double scale = mdf_nhc_half(st[s].d + MDF_NHC_ETA, st[s].d + MDF_NHC_ETA_DOT, a->chain, k2,
-                                    mdf_dof(sys[s].natoms), a->kT, a->tau, a->dt);
+                                    mdf_sys_dof(&sys[s], a->momentum), a->kT, a->tau, a->dt);
         scale_velocities(&sys[s], v, scale);
         int32_t a1 = sys[s].atom_start + sys[s].natoms;
         for (int32_t at = sys[s].atom_start; at < a1; at++)
@@ -172,7 +172,7 @@ void mdf_npt_pre_cpu(void *buffers[], void *cl_arg)
 /* The Bussi rescaling of system s at the end of its step: returns K'. */
 static double bussi_rescale(const mdf_sys_info *s, double *v, double K, const mdf_thermo_args *a)
 {
-    double nf = mdf_dof(s->natoms), r1 = 0.0, sum2 = 0.0, knew;
+    double nf = mdf_sys_dof(s, a->momentum), r1 = 0.0, sum2 = 0.0, knew;
     uint64_t key = mdf_velocity_key(a->seed, s->id);
     uint32_t nd = mdf_bussi_ndraws(nf);
     for (uint32_t b = 0; b < nd; b++) mdf_bussi_draw(key, s->step, b, nf, &r1, &sum2);
@@ -206,7 +206,7 @@ void mdf_thermo_post_cpu(void *buffers[], void *cl_arg)
             res[s].extra_energy -= knew - K;
             K = knew;
         } else if (a->kind == MDF_THERMO_NHC) {
-            double nf = mdf_dof(sys[s].natoms);
+            double nf = mdf_sys_dof(&sys[s], a->momentum);
             double *eta = st[s].d + MDF_NHC_ETA, *eta_dot = st[s].d + MDF_NHC_ETA_DOT;
             double scale = mdf_nhc_half(eta, eta_dot, a->chain, 2.0 * K, nf, a->kT, a->tau, a->dt);
             scale_velocities(&sys[s], v, scale);

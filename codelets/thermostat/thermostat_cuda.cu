@@ -124,8 +124,8 @@ __global__ void nhc_pre_sys_kernel(const mdf_sys_info *sys, mdf_sys_state *st, d
             b->owner = MDF_THERMO_OWNER(MDF_THERMO_NHC);
         }
         double k2 = 2.0 * ke[0];
-        factor[s] = mdf_nhc_half(b->d + MDF_NHC_ETA, b->d + MDF_NHC_ETA_DOT, a.chain, k2, mdf_dof(si->natoms), a.kT,
-                                 a.tau, a.dt);
+        factor[s] = mdf_nhc_half(b->d + MDF_NHC_ETA, b->d + MDF_NHC_ETA_DOT, a.chain, k2, mdf_sys_dof(si, a.momentum),
+                                 a.kT, a.tau, a.dt);
     }
 }
 
@@ -217,7 +217,7 @@ __global__ void thermo_post_atoms_kernel(double *v, const double *f, const mdf_a
         const mdf_sys_info *si = &sys[s];
         part[0] = mdf_thermo_kick(v + k3, f + k3, atoms[at].mass, atoms[at].inv_mass, a.dt);
         if (a.kind == MDF_THERMO_BUSSI || a.kind == MDF_THERMO_NPT) {
-            const double nf = mdf_dof(si->natoms);
+            const double nf = mdf_sys_dof(si, a.momentum);
             const uint32_t d = (uint32_t)(at - si->atom_start);
             if (d < mdf_bussi_ndraws(nf)) {
                 double r1 = 0.0;
@@ -241,7 +241,7 @@ __global__ void thermo_post_sys_kernel(mdf_sys_info *sys, mdf_sys_result *res, m
     mdf_seg_total<2>(p, s, si, tot, scratch);
     if (threadIdx.x != 0 || si->status != a.status) return; /* no barrier follows */
     double K = tot[0], alpha = 1.0;
-    const double nf = mdf_dof(si->natoms);
+    const double nf = mdf_sys_dof(si, a.momentum);
     mdf_sys_state *b = &st[s];
     mdf_sys_result *r = &res[s];
     if (a.kind == MDF_THERMO_BUSSI || a.kind == MDF_THERMO_NPT) {

@@ -16,6 +16,9 @@
  *   Langevin  minus the kinetic energy the O steps added;
  *   Bussi     minus the kinetic energy the rescalings added;
  *   NHC       the chain's energy Σ p_j²/2Q_j + Nf kT η_1 + Σ_{j>1} kT η_j;
+ * Nf (Bussi's and the chain's) is mdf_sys_dof(system, args.momentum):
+ * 3N - 3 for these momentum-conserving methods, 3 per free atom when some
+ * atoms are frozen.
  *   NPT       P0 V, minus the energy the thermostat and the cell rescalings
  *             added (the rescaling's change of U to first order, -tr W dε/3,
  *             of K exactly). */
@@ -60,6 +63,9 @@ typedef struct mdf_thermo_args {
     int32_t nsys;          /* systems in the shard */
     int32_t chain;         /* NHC chain length */
     int32_t kind;          /* MDF_THERMO_* (post_update) */
+    int32_t momentum;      /* 1: the method conserves the total momentum
+                            * (MDF_INTEG_MOMENTUM): Nf = mdf_sys_dof(s, momentum) */
+    int32_t pad_;
 } mdf_thermo_args;
 
 MDF_HD double mdf_thermo_ke(const double *v, double mass)
@@ -141,7 +147,7 @@ MDF_HD void mdf_bussi_draw(uint64_t key, int64_t step, uint32_t b, double nf, do
  * with no kinetic energy has no direction to scale along: it is left alone. */
 MDF_HD double mdf_bussi_alpha(double K, double kbar, double nf, double c, double r1, double sum2, double *knew)
 {
-    if (!(K > 0.0)) {
+    if (!(K > 0.0) || !(nf > 0.0)) { /* (nf 0: every atom frozen) */
         *knew = K;
         return 1.0;
     }
@@ -158,10 +164,12 @@ MDF_HD double mdf_bussi_alpha(double K, double kbar, double nf, double c, double
  * does it (Martyna, Tuckerman & Klein 1996; one loop, no Suzuki–Yoshida
  * weights): η̇ from the outer end in, the velocity factor, η, then η̇ back
  * out. Masses Q_1 = Nf kT τ², Q_j = kT τ². k2 = 2K before the update.
- * Returns the factor by which the velocities are scaled. */
+ * Returns the factor by which the velocities are scaled. A system without
+ * degrees of freedom (every atom frozen) has nothing to thermostat. */
 MDF_HD double mdf_nhc_half(double *eta, double *eta_dot, int m, double k2, double nf, double kT, double tau,
                            double dt)
 {
+    if (!(nf > 0.0)) return 1.0;
     double q1 = nf * kT * tau * tau, qj = kT * tau * tau;
     double dt2 = 0.5 * dt, dt4 = 0.25 * dt, dt8 = 0.125 * dt;
     double acc[MDF_NHC_LEN];

@@ -64,9 +64,13 @@ typedef struct mdf_hook_row {
     double kinetic;       /* eV */
     double extra_energy;  /* eV, thermostat/barostat part of the conserved quantity */
     double fmax;          /* eV/Å at the last convergence check (NaN if none) */
-    double temperature;   /* K, 2 kinetic / (dof k_B), dof = 3N - 3 (N > 1) */
+    double temperature;   /* K, 2 kinetic / (dof k_B); 0 when dof is 0 */
     double virial_trace;  /* eV */
     double volume;        /* Å³ of the cell (0 without one) */
+    double dof;           /* degrees of freedom of the kinetic energy: 3 per
+                           * free (not frozen) atom, less 3 when no atom is
+                           * frozen and the method conserves the total
+                           * momentum (all MD methods but Langevin) */
 } mdf_hook_row;
 
 typedef struct mdf_hook_event {

@@ -40,10 +40,10 @@ static void print_rows(void *user, int64_t step, const mdf_hook_row *rows, size_
         for (size_t i = 0; i < n; i++) {
             pe += rows[i].energy;
             ke += rows[i].kinetic;
-            dof += mdf_dof(rows[i].natoms);
+            dof += rows[i].dof;
         }
         fprintf(t->out, "%10lld %14.4f %20.10f %20.10f %20.10f %14.4f\n", (long long)rows[0].step,
-                (double)rows[0].step * t->dt_fs, pe, ke, pe + ke, 2.0 * ke / (dof * MDF_KB));
+                (double)rows[0].step * t->dt_fs, pe, ke, pe + ke, dof > 0.0 ? 2.0 * ke / (dof * MDF_KB) : 0.0);
     }
     fflush(t->out);
 }
