@@ -29,6 +29,7 @@ typedef struct mdf_step_ctx {
     double dt;                       /* params.dt_fs in internal time units */
     int32_t status;                  /* the stage's systems */
     int64_t step;                    /* the stage's step (1, 2, ...) */
+    double r_list;                   /* cutoff + skin of the run's lists, Å */
 } mdf_step_ctx;
 
 /* ops->flags */
@@ -37,6 +38,8 @@ typedef struct mdf_step_ctx {
 #define MDF_INTEG_MOMENTUM 4      /* conserves the total momentum when no atom is frozen: the
                                    * kinetic energy has 3N - 3 degrees of freedom, not 3N
                                    * (mdf_dof; the temperatures and thermostat targets) */
+#define MDF_INTEG_CELL 8          /* changes the cell: its tasks flag MDF_SYS_CELL_TOO_SMALL
+                                   * from ctx->r_list, and the stage checks the flags */
 
 typedef struct mdf_integrator_ops {
     const char *name;

@@ -24,8 +24,12 @@
  * (An isotropic rescaling keeps fractional coordinates, so lists could stay
  * valid while |μ - 1| r_list plus the displacements stays below skin/2: an
  * optimisation for the list code.) The half-width limit (cutoff + skin <=
- * half of every periodic width) is checked when the stage starts: leave
- * margin for the cell to shrink.
+ * half of every periodic width) is checked when the stage starts, and after
+ * every rescaling by the task itself (mdf_npt_check_cell): a cell that
+ * shrinks below it is flagged, and the stage stops the run with an error
+ * naming the system, its width and the cutoff at its next check (every
+ * check_interval steps, and at the end). Leave margin for the cell to
+ * shrink.
  *
  * Frozen atoms (freeze hook) are rescaled with the cell like every atom:
  * their fractional coordinates stay fixed.
@@ -73,7 +77,7 @@ static mdf_thermo_args npt_args(const mdf_step_ctx *c)
                              .c1 = exp(-p->dt_fs / p->npt.tau_t_fs),
                              .p0 = p->npt.pressure_bar * MDF_BAR_IN_EV_PER_A3,
                              .beta_t = p->npt.compressibility_per_bar / MDF_BAR_IN_EV_PER_A3,
-                             .tau_p = mdf_fs_to_internal(p->npt.tau_p_fs), .seed = p->seed,
+                             .tau_p = mdf_fs_to_internal(p->npt.tau_p_fs), .r_list = c->r_list, .seed = p->seed,
                              .status = c->status, .nsys = c->sh->nsys, .kind = MDF_THERMO_NPT,
                              .momentum = mdf_integrator_momentum(&mdf_npt)};
 }
@@ -95,7 +99,7 @@ static int npt_post(const mdf_step_ctx *c)
 const mdf_integrator_ops mdf_npt = {
     .name = "npt",
     .summary = "NPT: isotropic stochastic cell rescaling (Bernetti & Bussi 2020) + Bussi thermostat",
-    .flags = MDF_INTEG_NEEDS_VIRIAL | MDF_INTEG_MOMENTUM,
+    .flags = MDF_INTEG_NEEDS_VIRIAL | MDF_INTEG_MOMENTUM | MDF_INTEG_CELL,
     .check = npt_check,
     .pre_update = npt_pre,
     .post_update = npt_post,

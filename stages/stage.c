@@ -35,7 +35,8 @@ _Static_assert(MDF_SYSTEM_CONVERGED_NOW == MDF_SYS_CONVERGED_NOW && MDF_SYSTEM_N
                    MDF_SYSTEM_NONFINITE_VEL == MDF_SYS_NONFINITE_VEL &&
                    MDF_SYSTEM_NONFINITE_FORCE == MDF_SYS_NONFINITE_FORCE &&
                    MDF_SYSTEM_NONFINITE_ENERGY == MDF_SYS_NONFINITE_ENERGY &&
-                   MDF_SYSTEM_BUDGET_EXIT == MDF_SYS_BUDGET_EXIT && MDF_SYSTEM_ENTERED == MDF_SYS_ENTERED,
+                   MDF_SYSTEM_BUDGET_EXIT == MDF_SYS_BUDGET_EXIT && MDF_SYSTEM_ENTERED == MDF_SYS_ENTERED &&
+                   MDF_SYSTEM_CELL_TOO_SMALL == MDF_SYS_CELL_TOO_SMALL,
                "public and kernel system flags agree");
 
 /* One (sub-)stage: a method, its parameters, criteria and hooks. */
@@ -294,6 +295,8 @@ typedef struct stage_run {
     mdf_run_control ctl;
     int32_t lo, hi;                 /* statuses of the first and last part */
     int any_checks;                 /* some part has criteria or a budget */
+    int cells_change;               /* some part's method changes cells (MDF_INTEG_CELL) */
+    double r_list;                  /* cutoff + skin of the lists, Å */
     starpu_data_handle_t *tokens;   /* one per shard */
     int32_t *token_mem;
     starpu_data_handle_t *work[MDF_CONVERGE_PARTS]; /* per part, one per shard, or NULL */
@@ -434,6 +437,81 @@ static mdf_status submit_census(stage_run *r, int k, int64_t step, mdf_error *er
     return MDF_OK;
 }
 
+/* The error for a system whose cell a method shrank below twice the list
+ * radius (MDF_SYS_CELL_TOO_SMALL); `slot` finds its batch index. */
+static void small_cell_message(const stage_run *r, int64_t slot, const mdf_sys_info *si, char *msg, size_t n)
+{
+    size_t index = 0;
+    while (index < r->b->nsys && r->b->sys_slot[index] != slot) index++;
+    int axis = 0;
+    double width = mdf_periodic_width(si, &axis), cutoff = mdf_model_cutoff(r->m);
+    snprintf(msg, n,
+             "system %zu (id %lld): the barostat shrank its cell below twice the neighbour-list radius by step "
+             "%lld: its periodic width is %.6g Å along lattice vector %d, but cutoff + skin = %g + %g = %g Å "
+             "needs at least %g Å (beyond that the lists miss pairs and energies are wrong): replicate the cell "
+             "to well over %g Å across (the barostat needs room), lower the cutoff or skin, or lower the target "
+             "pressure",
+             index, (long long)si->id, (long long)si->step, width, axis + 1, cutoff, r->r_list - cutoff, r->r_list,
+             2.0 * r->r_list, 2.0 * r->r_list);
+}
+
+/* Stops the run at the first flagged system of the stage's. */
+static void cell_view(void *user, const mdf_host_view_args *a, const mdf_sys_info *sys, const mdf_sys_result *res)
+{
+    (void)res;
+    stage_run *r = (stage_run *)user;
+    for (int32_t s = 0; s < a->nsys; s++) {
+        if (!(sys[s].flags & MDF_SYS_CELL_TOO_SMALL) || sys[s].status < r->lo || sys[s].status > r->hi + 1) continue;
+        char msg[MDF_ERROR_MESSAGE_MAX];
+        small_cell_message(r, a->first_row + s, &sys[s], msg, sizeof msg);
+        mdf_run_fail(&r->ctl, MDF_ERR_PHYSICS, "%s", msg);
+        return;
+    }
+}
+
+/* The check of cells that a method changed, for shard k (host view). */
+static mdf_status submit_cell_check(stage_run *r, int k, int64_t step, mdf_error *err)
+{
+    const mdf_shard *sh = &r->b->shards[k];
+    mdf_host_view_args a = {.work = sh->nsys, .step = step, .first_row = r->first_row[k], .nsys = sh->nsys,
+                            .status = r->lo, .target = r->hi + 1, .shard = k, .point = -1, .fn = cell_view,
+                            .user = r};
+    int ret = mdf_insert_host_view(sh->sys, sh->res, r->tokens[k], &a);
+    if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "could not submit the cell check of shard %d (%d)", k, ret);
+    return MDF_OK;
+}
+
+/* After the run (host memory current): a flag no check saw yet. */
+static mdf_status check_cells_after(stage_run *r, mdf_error *err)
+{
+    for (size_t i = 0; i < r->b->nsys; i++) {
+        int64_t slot = r->b->sys_slot[i];
+        const mdf_sys_info *si = &r->b->sys[slot];
+        if (!(si->flags & MDF_SYS_CELL_TOO_SMALL) || si->status < r->lo || si->status > r->hi + 1) continue;
+        char msg[MDF_ERROR_MESSAGE_MAX];
+        small_cell_message(r, slot, si, msg, sizeof msg);
+        return mdf_error_set(err, MDF_ERR_PHYSICS, "%s", msg);
+    }
+    return MDF_OK;
+}
+
+/* A run starts with no cell flagged: the model pipeline checks the cells as
+ * they are (a run that failed on one leaves the flag behind). */
+static mdf_status clear_cell_flags(mdf_batch *b, mdf_error *err)
+{
+    for (int k = 0; k < b->nshards; k++) {
+        const mdf_shard *sh = &b->shards[k];
+        int any = 0;
+        for (int32_t i = 0; i < sh->nsys; i++) any |= (b->sys[sh->sys_off + i].flags & MDF_SYS_CELL_TOO_SMALL) != 0;
+        if (!any) continue;
+        if (starpu_data_acquire(sh->sys, STARPU_RW) != 0)
+            return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's systems", k);
+        for (int32_t i = 0; i < sh->nsys; i++) b->sys[sh->sys_off + i].flags &= ~MDF_SYS_CELL_TOO_SMALL;
+        starpu_data_release(sh->sys);
+    }
+    return MDF_OK;
+}
+
 /* 1 once every shard's latest census found none of the stage's systems. */
 static int nothing_left(stage_run *r)
 {
@@ -449,7 +527,7 @@ static mdf_step_ctx part_ctx(stage_run *r, int p, int k, int64_t step)
     const stage_part *part = &r->s->parts[p];
     return (mdf_step_ctx){.sh = &r->b->shards[k], .work = r->work[p] ? r->work[p][k] : NULL, .p = &part->cfg.params,
                           .dt = mdf_fs_to_internal(part->cfg.params.dt_fs), .status = part->cfg.status,
-                          .step = step};
+                          .step = step, .r_list = r->r_list};
 }
 
 /* The first part that may have systems in shard k: parts before it were
@@ -612,7 +690,11 @@ static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model
     r->m = m;
     r->lo = s->parts[0].cfg.status;
     r->hi = s->parts[s->nparts - 1].cfg.status;
-    for (int p = 0; p < s->nparts; p++) r->any_checks |= part_checks(&s->parts[p]);
+    for (int p = 0; p < s->nparts; p++) {
+        r->any_checks |= part_checks(&s->parts[p]);
+        r->cells_change |= (s->parts[p].integ->flags & MDF_INTEG_CELL) != 0;
+    }
+    r->r_list = mdf_model_cutoff(m) + s->parts[0].cfg.skin;
     mdf_run_control_init(&r->ctl);
     int n = b->nshards;
     r->tokens = calloc((size_t)n, sizeof *r->tokens);
@@ -1111,6 +1193,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     count_systems(b, lo, hi, mdf_stage_exit_status(s), &atoms0, &exit0, &flagged0);
     /* A resumed run's states are the checkpoint's, claimed when it began. */
     st = resume ? MDF_OK : claim_states(b, s, err);
+    if (st == MDF_OK) st = clear_cell_flags(b, err);
     if (st != MDF_OK) return st;
     int64_t first_step = 1;
     if (resume && (st = mdf_ckpt_get_i64(resume, "run.next_step", &first_step, err)) == MDF_OK && first_step < 1)
@@ -1163,6 +1246,8 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
         st = submit_step(&r, step, flags, check, err);
         if (st == MDF_OK && r.any_checks && step % run->check_interval == 0)
             for (int k = 0; st == MDF_OK && k < b->nshards; k++) st = submit_census(&r, k, step, err);
+        if (st == MDF_OK && r.cells_change && step % run->check_interval == 0)
+            for (int k = 0; st == MDF_OK && k < b->nshards; k++) st = submit_cell_check(&r, k, step, err);
         int now = starpu_task_nsubmitted() - before + 1;
         if (now > (int)per_step) per_step = (unsigned)now;
         /* Keep at most `window` steps in flight: waits only for old tasks. */
@@ -1174,6 +1259,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     double wall = now_seconds() - t0;
     mdf_status sync = mdf_batch_sync(b, st == MDF_OK ? err : NULL);
     if (st == MDF_OK) st = sync;
+    if (st == MDF_OK && !r.ctl.stop && r.cells_change) st = check_cells_after(&r, err);
     /* The checkpoint at exit: after max_steps, the last system, or a hook's
      * stop (the state is whole); an internal failure keeps the previous one. */
     if (st == MDF_OK && r.ckpt_path) {

@@ -419,6 +419,28 @@ if [ "$rc" -eq 0 ] && ! head -n 2 npt.xyz | grep -F 'Lattice="21.04 0' >/dev/nul
 else
     fail "md --ensemble npt changes the cell" "exit status $rc"; show npt.xyz npt.xyz
 fi
+# A barostat that shrinks the cell below twice the list radius (cutoff 10 +
+# skin 0.5 Å: 21 Å): fcc argon, 4x4x4 cells of 5.30 Å (21.2 Å), at 30,000 bar
+# goes below 21 Å within 5 steps and ends near 19.1 Å, where the lists miss
+# pairs. The run must fail naming the system, the width and the cut-off:
+# caught by the check every 10 steps (and stopped there), or at the end of
+# a shorter run.
+awk 'BEGIN { a = 5.30; n = 4; L = a * n
+    printf "%d\nLattice=\"%.2f 0 0 0 %.2f 0 0 0 %.2f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
+    split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
+    for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
+        printf "Ar %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
+}' >fcc530.xyz
+for steps in 5 3000; do
+    run "$MDFLOW" md --input fcc530.xyz --ensemble npt --temperature 40 --pressure 30000 --tau-p 200 --dt 5 \
+        --lj-cutoff 10 --skin 0.5 --steps "$steps" --quiet --output shrunk.xyz
+    expect_error "npt shrinking the cell below 2 (cutoff + skin), $steps steps" nonzero "system 0 (id 0)" \
+        "periodic width" "cutoff + skin = 10 + 0.5 = 10.5" "21"
+done
+last=$(grep -o 'mdf_step=[0-9]*' shrunk.xyz | sed 's/.*=//')
+# The check at step 10 stops it; steps already in flight (window 8) still finish.
+if [ -n "$last" ] && [ "$last" -le 30 ]; then pass "npt shrinking the cell: the run stops by step 30 (step $last)"; else
+    fail "npt shrinking the cell: the run stops by step 30" "mdf_step of the output: '$last'"; fi
 
 # ---- 7. the default workload -------------------------------------------------------
 # MDFLOW_DATA points nowhere: the dataset is found through the compiled-in paths.

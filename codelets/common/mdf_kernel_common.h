@@ -55,6 +55,11 @@ typedef struct mdf_atom_info {
                                      * there: set with CONVERGED_NOW, but cleared only
                                      * by the first check of the stage that serves it
                                      * (entry velocities read it, also across runs) */
+#define MDF_SYS_CELL_TOO_SMALL  128 /* a method that changes the cell (NPT) took a
+                                     * periodic width below 2 (cutoff + skin), where
+                                     * the neighbour lists miss pairs: set by the
+                                     * method's task, reported by the stage, cleared
+                                     * when a run starts */
 
 /* Per-system description, read by models and written by integrators. */
 typedef struct mdf_sys_info {
@@ -141,6 +146,27 @@ MDF_HD double mdf_dof(int32_t natoms, int32_t nfrozen, int momentum)
 }
 
 MDF_HD double mdf_sys_dof(const mdf_sys_info *s, int momentum) { return mdf_dof(s->natoms, s->nfrozen, momentum); }
+
+/* The smallest distance between opposite faces of the cell along a
+ * periodic direction (1 / |column k of inv_cell|), and that direction in
+ * *axis (0..2; -1 and HUGE_VAL when no direction is periodic). Cutoff +
+ * skin must not exceed half of it (the lists take one image per pair). */
+MDF_HD double mdf_periodic_width(const mdf_sys_info *s, int *axis)
+{
+    double w = HUGE_VAL;
+    int at = -1;
+    for (int k = 0; k < 3; k++) {
+        if (!s->pbc[k]) continue;
+        const double *c = s->inv_cell;
+        double wk = 1.0 / sqrt(c[k] * c[k] + c[3 + k] * c[3 + k] + c[6 + k] * c[6 + k]);
+        if (wk < w) {
+            w = wk;
+            at = k;
+        }
+    }
+    if (axis) *axis = at;
+    return w;
+}
 
 /* r · m for a row vector r and a 3x3 row-major matrix m. */
 MDF_HD void mdf_vec_mat(const double r[3], const double m[9], double out[3])

@@ -160,6 +160,7 @@ void mdf_npt_pre_cpu(void *buffers[], void *cl_arg)
                 v[k] /= mu;
             }
             mdf_npt_scale_cell(&sys[s], mu);
+            mdf_npt_check_cell(&sys[s], a->r_list);
             st[s].d[MDF_NPT_ACC] -= K / (mu * mu) - K - trw * de / 3.0;
             V = mdf_npt_volume(&sys[s]);
         }

@@ -173,6 +173,7 @@ __global__ void npt_pre_sys_kernel(mdf_sys_info *sys, mdf_sys_result *res, mdf_s
             double de = mdf_npt_deps(pr, V, mdf_npt_noise(mdf_velocity_key(a.seed, si->id), si->step), &a);
             mu = exp(de / 3.0);
             mdf_npt_scale_cell(si, mu);
+            mdf_npt_check_cell(si, a.r_list);
             b->d[MDF_NPT_ACC] -= K / (mu * mu) - K - trw * de / 3.0;
             V = mdf_npt_volume(si);
         }

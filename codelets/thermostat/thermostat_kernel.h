@@ -58,6 +58,9 @@ typedef struct mdf_thermo_args {
     double p0;             /* NPT: target pressure, eV/Å³ */
     double beta_t;         /* NPT: compressibility, Å³/eV */
     double tau_p;          /* NPT: barostat time, internal units */
+    double r_list;         /* NPT: cutoff + skin, Å (0: no check); a cell whose
+                            * periodic width falls below 2 r_list is flagged
+                            * MDF_SYS_CELL_TOO_SMALL */
     uint64_t seed;
     int32_t status;        /* only systems with this status move */
     int32_t nsys;          /* systems in the shard */
@@ -245,5 +248,13 @@ MDF_HD void mdf_npt_scale_cell(mdf_sys_info *s, double mu)
 }
 
 MDF_HD double mdf_trace3(const double *w) { return w[0] + w[4] + w[8]; }
+
+/* After a cell change: flags the system when cutoff + skin exceeds half its
+ * periodic width (the limit the model pipeline checks when a stage starts),
+ * for the stage to report. The flag stays until a run starts. */
+MDF_HD void mdf_npt_check_cell(mdf_sys_info *s, double r_list)
+{
+    if (r_list > 0.0 && r_list > 0.5 * mdf_periodic_width(s, 0)) s->flags |= MDF_SYS_CELL_TOO_SMALL;
+}
 
 #endif

@@ -39,6 +39,7 @@ extern "C" {
 #define MDF_SYSTEM_NONFINITE_ENERGY 16
 #define MDF_SYSTEM_BUDGET_EXIT     32  /* left a stage on its step budget, unconverged */
 #define MDF_SYSTEM_ENTERED         64  /* moved into its stage, not yet checked there */
+#define MDF_SYSTEM_CELL_TOO_SMALL  128 /* NPT shrank the cell below 2 (cutoff + skin): the run fails */
 
 /* Parameters of every integrator and optimiser, in one struct so a stage's
  * configuration is plain data; each method reads its own part. Defaults
