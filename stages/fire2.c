@@ -1,6 +1,10 @@
-/* mdflow — FIRE 2.0 (Guénolé et al., Comput. Mater. Sci. 175, 109584
- * (2020), Algorithm 2, as LAMMPS min_style fire): mass-less like ASE's
- * FIRE, with a maxstep cap; see codelets/optim/optim_kernel.h. */
+/* mdflow — FIRE 2.0 after Guénolé et al. (Comput. Mater. Sci. 175, 109584
+ * (2020), Algorithm 2: semi-implicit Euler, half step back, initial delay),
+ * mass-less like ASE's FIRE, one force evaluation per step (none after the
+ * half step back), mixing from |v| after the kick, moves capped at maxstep.
+ * Not LAMMPS's min_style fire, which re-evaluates the forces after the half
+ * step back and mixes with |v| before the kick: the exact steps and the
+ * differences are in codelets/optim/optim_kernel.h. */
 #include <math.h>
 #include "integrator.h"
 #include "../codelets/optim/optim_codelet.h"
@@ -39,7 +43,8 @@ static int fire2_pre(const mdf_step_ctx *c)
 
 const mdf_integrator_ops mdf_fire2 = {
     .name = "fire2",
-    .summary = "FIRE 2.0 optimiser (Guenole et al. 2020), mass-less, semi-implicit Euler",
+    .summary = "FIRE 2.0 (Guenole et al. 2020), mass-less semi-implicit Euler; no force evaluation after the "
+               "half step back, mixing from |v| after the kick (not LAMMPS's min_style fire)",
     .flags = MDF_INTEG_OPTIMISER,
     .check = fire2_check,
     .pre_update = fire2_pre,

@@ -359,6 +359,18 @@ for args in "relax --help" "methods"; do
         fail "mdflow $args: exit 0, names the optimisers" "exit status $rc"; show stdout "$T/stdout"
     fi
 done
+# What fire2 is, in its own words: FIRE 2.0 with one force evaluation per step
+# (none after the half step back) and the mixing from |v| after the kick,
+# which is not LAMMPS's min_style fire (it re-evaluates, and mixes with |v|
+# from before the kick).
+run "$MDFLOW" methods
+line=$(grep -E '^[[:space:]]+fire2[[:space:]]' "$T/stdout")
+if echo "$line" | grep -F 'no force evaluation after the half step back' >/dev/null \
+    && echo "$line" | grep -F 'after the kick' >/dev/null && echo "$line" | grep -F "not LAMMPS's" >/dev/null; then
+    pass "mdflow methods: fire2 says it does not re-evaluate after the half step back and is not LAMMPS's"
+else
+    fail "mdflow methods: fire2 says it does not re-evaluate after the half step back and is not LAMMPS's" "line: $line"
+fi
 for opt in fire fire2 lbfgs gd; do
     run "$MDFLOW" relax --input clusters.xyz --optimizer $opt --fmax 0.05 --max-steps 3000 \
         --output relaxed-$opt.xyz --log relax-$opt.csv

@@ -33,6 +33,11 @@
  *     fmax²/(2k)), so FIRE2 (and our L-BFGS too) run to fmax 2e-6
  *     (E - E_min ~ 1e-9 eV) and are compared with ASE's LBFGS minima at
  *     fmax 1e-6: energies within 1e-6 eV.
+ *  3b. FIRE2 (no reference program has it: LAMMPS's min_style fire is
+ *     another variant) follows, step by step, a reference written in this
+ *     test from the description in codelets/optim/optim_kernel.h: positions
+ *     after 10, 20, ..., 60 steps within 1e-8 Å, with parameters that make
+ *     every branch (late uphill resets, capped moves, mixing) happen.
  *  4. Gradient descent with step 0.3 Å²/eV (below 2/λ_max of the Hessian,
  *     so each step must lower the energy) decreases every system's energy
  *     at every step; started 0.005 Å (per coordinate) from ASE's minima it
@@ -304,6 +309,157 @@ static void test_fire_fmax_steps(void **state)
     fire_stops_like_ase(FIRE_FMAX / 10, &g_fire_fmax.frames[NSYS]);
 }
 
+/* ---- 2b. FIRE2 step by step, as documented ---------------------------------------- */
+
+/* mdflow's FIRE2 is neither ASE's (ASE has none) nor LAMMPS's min_style
+ * fire (which evaluates the forces again after the half step back, mixes
+ * with |v| from before the kick, limits dt rather than the move, and uses
+ * masses): this reference is written from the description in
+ * codelets/optim/optim_kernel.h alone, with its own Lennard-Jones forces
+ * (every pair within RC: the forces of the shifted potential are those of
+ * the plain one), one system at a time. Parameters that make every branch
+ * happen within 60 steps: a short delay, a large dt, a small maxstep. */
+typedef struct f2_ref {
+    double dt, a;
+    int64_t npos, iter;
+    int uphill_late, capped, mixed; /* counts, to see that each branch ran */
+} f2_ref;
+
+static void lj_forces_ref(const double *x, int n, double *f)
+{
+    memset(f, 0, sizeof(double) * 3 * (size_t)n);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            double d[3], r2 = 0.0;
+            for (int k = 0; k < 3; k++) {
+                d[k] = x[3 * i + k] - x[3 * j + k];
+                r2 += d[k] * d[k];
+            }
+            if (!(r2 < RC * RC)) continue;
+            double s6 = pow(SIGMA * SIGMA / r2, 3.0), g = 24.0 * EPSILON * (2.0 * s6 * s6 - s6) / r2;
+            for (int k = 0; k < 3; k++) {
+                f[3 * i + k] += g * d[k];
+                f[3 * j + k] -= g * d[k];
+            }
+        }
+}
+
+/* One step of the documented FIRE2 on x, v (n atoms). */
+static void fire2_ref_step(f2_ref *r, const mdf_dynamics_params *dp, double *x, double *v, int n)
+{
+    double *f = malloc(sizeof(double) * 3 * (size_t)n);
+    lj_forces_ref(x, n, f);
+    double P = 0.0, vmax = 0.0, ff = 0.0, vv = 0.0, dmax = 0.0;
+    for (int i = 0; i < n; i++) {
+        double vi2 = 0.0;
+        for (int k = 0; k < 3; k++) {
+            P += f[3 * i + k] * v[3 * i + k];
+            vi2 += v[3 * i + k] * v[3 * i + k];
+        }
+        vmax = fmax(vmax, sqrt(vi2));
+    }
+    r->iter++;
+    int uphill = !(P > 0.0);
+    if (!uphill) {
+        r->npos++;
+        if (r->npos > dp->fire2.nmin) {
+            r->dt = fmin(r->dt * dp->fire2.finc, dp->fire2.dtmax);
+            r->a *= dp->fire2.fa;
+        }
+    } else {
+        r->npos = 0;
+        if (r->iter >= dp->fire2.nmin) { /* iterations 1 .. nmin - 1 are the initial delay */
+            r->dt = fmax(r->dt * dp->fire2.fdec, dp->fire2.dtmin);
+            r->a = dp->fire2.astart;
+            r->uphill_late++;
+        }
+        double back = 0.5 * r->dt, longest = back * vmax;
+        if (longest > dp->fire2.maxstep) back *= dp->fire2.maxstep / longest;
+        for (int q = 0; q < 3 * n; q++) {
+            x[q] -= back * v[q];
+            v[q] = 0.0;
+        }
+    }
+    for (int q = 0; q < 3 * n; q++) {
+        v[q] += r->dt * f[q]; /* the forces from before any half step back */
+        vv += v[q] * v[q];
+        ff += f[q] * f[q];
+    }
+    if (!uphill && ff > 1e-20) {
+        double c1 = 1.0 - r->a, c2 = r->a * sqrt(vv / ff); /* |v| after the kick, a after its update */
+        for (int q = 0; q < 3 * n; q++) v[q] = c1 * v[q] + c2 * f[q];
+        r->mixed++;
+    }
+    for (int i = 0; i < n; i++) {
+        double d2 = 0.0;
+        for (int k = 0; k < 3; k++) d2 += (r->dt * v[3 * i + k]) * (r->dt * v[3 * i + k]);
+        dmax = fmax(dmax, sqrt(d2));
+    }
+    double scale = dmax > dp->fire2.maxstep ? dp->fire2.maxstep / dmax : 1.0;
+    r->capped += dmax > dp->fire2.maxstep;
+    for (int q = 0; q < 3 * n; q++) x[q] += scale * (r->dt * v[q]);
+    free(f);
+}
+
+static void test_fire2_steps(void **state)
+{
+    (void)state;
+    enum { STEPS = 60, EVERY = 10 };
+    mdf_dynamics_params p;
+    mdf_dynamics_params_init(&p);
+    p.fire2.dt = 0.3;
+    p.fire2.dtmax = 3.0;
+    p.fire2.nmin = 4;
+    p.fire2.maxstep = 0.08;
+    mdf_model *m = argon();
+    mdf_batch *b = batch_of(g_start, 1);
+    mdf_stage *s = stage_of("fire2", EVERY, -1.0, &p);
+    f2_ref ref[NSYS];
+    double *x[NSYS], *v[NSYS], worst = 0.0, moved = 0.0;
+    int uphill = 0, capped = 0, mixed = 0;
+    for (int i = 0; i < NSYS; i++) {
+        int n = (int)g_start[i].natoms;
+        ref[i] = (f2_ref){.dt = p.fire2.dt, .a = p.fire2.astart};
+        x[i] = malloc(sizeof(double) * 3 * (size_t)n);
+        v[i] = calloc(3 * (size_t)n, sizeof(double));
+        memcpy(x[i], g_start[i].positions, sizeof(double) * 3 * (size_t)n);
+    }
+    for (int k = 1; k <= STEPS / EVERY; k++) {
+        run_stage(s, b, m);
+        for (int i = 0; i < NSYS; i++) {
+            int n = (int)g_start[i].natoms;
+            for (int t = 0; t < EVERY; t++) fire2_ref_step(&ref[i], &p, x[i], v[i], n);
+            mdf_frame out;
+            memset(&out, 0, sizeof out);
+            TU_CALL(mdf_batch_get_frame, b, (size_t)i, &out);
+            double dx = 0.0;
+            for (int q = 0; q < 3 * n; q++) {
+                dx = fmax(dx, fabs(out.positions[q] - x[i][q]));
+                moved = fmax(moved, fabs(out.positions[q] - g_start[i].positions[q]));
+            }
+            mdf_frame_free(&out);
+            worst = fmax(worst, dx);
+            if (!(dx <= TOL_TRAJ))
+                fail_msg("FIRE2 system %d step %d: positions differ from the documented algorithm by %.3e A", i,
+                         k * EVERY, dx);
+        }
+    }
+    for (int i = 0; i < NSYS; i++) {
+        uphill += ref[i].uphill_late;
+        capped += ref[i].capped;
+        mixed += ref[i].mixed;
+        free(x[i]);
+        free(v[i]);
+    }
+    printf("  FIRE2 vs the documented steps: max |dx| over %d steps (every %d) = %.3e A (largest move %.3f A; "
+           "%d uphill resets after the delay, %d capped moves, %d mixings)\n",
+           STEPS, EVERY, worst, moved, uphill, capped, mixed);
+    assert_true(moved > 0.05 && uphill > 0 && capped > 0 && mixed > 0); /* every branch ran */
+    mdf_stage_destroy(s);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+}
+
 /* ---- 3. L-BFGS and FIRE2 reach ASE's L-BFGS minima -------------------------------- */
 
 static void minima_like_ase(const char *method, double fmax, const mdf_frame_list *refs, const char *what)
@@ -552,10 +708,12 @@ int main(void)
         cmocka_unit_test(test_lbfgs_trajectory),
         cmocka_unit_test(test_fire_fmax_steps),
         cmocka_unit_test(test_lbfgs_minima),
+        cmocka_unit_test(test_fire2_steps),
         cmocka_unit_test(test_fire2_minima),
         cmocka_unit_test(test_gd),
         cmocka_unit_test(test_shards_and_schedulers),
     };
+    if (getenv("MDF_TEST_FILTER")) cmocka_set_test_filter(getenv("MDF_TEST_FILTER"));
     int rc = cmocka_run_group_tests(tests, setup_reference, teardown_reference);
     tu_stop();
     if (rc == 0) tu_remove_tree(g_dir); /* kept for inspection on failure */

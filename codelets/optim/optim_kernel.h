@@ -15,24 +15,40 @@
  *        dr = dt v, scaled to maxstep when |dr| (norm over the whole system)
  *        exceeds it. State: d[0] dt, d[1] a, n[0] Nsteps; owner marks v as
  *        initialised. v lives in the batch's velocity array.
- * FIRE2  FIRE 2.0 (Guénolé et al., Comput. Mater. Sci. 175, 109584 (2020),
- *        Algorithm 2; as LAMMPS min_style fire, integrator eulerimplicit,
- *        halfstepback yes, initialdelay yes), without masses:
+ * FIRE2  mdflow's FIRE 2.0: the scheme of Guénolé et al. (Comput. Mater.
+ *        Sci. 175, 109584 (2020), Algorithm 2: semi-implicit Euler, half
+ *        step back, initial delay), mass-less, with one force evaluation
+ *        per step. Per step, F the forces of the last evaluation (at the
+ *        positions the previous step left):
  *          P = F·v
  *          P > 0:  Npos += 1; if Npos > Nmin: dt = min(dt finc, dtmax), a *= fa
- *          else:   Npos = 0; unless within the first Nmin iterations
- *                  (initial delay): dt = max(dt fdec, dtmin), a = astart;
+ *          else:   Npos = 0; unless in iterations 1 .. Nmin - 1 (the
+ *                  initial delay; this step is iteration 1 of a fresh
+ *                  system): dt = max(dt fdec, dtmin), a = astart;
  *                  x -= 0.5 dt v (half step back, new dt); v = 0
- *          v += dt F;  if P > 0: v = (1-a) v + a |v| F/|F|
- *          dr = dt v;  x += dr
- *        The forces are those of the last evaluation (no re-evaluation after
- *        the half step back, as in the paper and LAMMPS). Both moves (the
- *        half step back and dr) are scaled as a whole so that no atom moves
- *        more than maxstep (LAMMPS's dmax limits each atom's move too; we
- *        scale the move rather than the time step). The mixing is skipped
- *        when |F|² <= 1e-20 (LAMMPS). A fresh system starts with v = 0, so
- *        its first step is a plain Euler step dt F. State: d[0] dt, d[1] a,
- *        n[0] Npos, n[1] iterations.
+ *          v += dt F                          (the same F, also after a half
+ *                                              step back: no new evaluation)
+ *          P > 0:  v = (1-a) v + a |v| F/|F|  (|v| after the kick, a after
+ *                                              this step's a *= fa)
+ *          x += dt v
+ *        The half step back and the move dt v are each scaled as a whole so
+ *        that no atom moves more than maxstep (Euclidean length per atom);
+ *        dt itself is not reduced. The mixing is skipped when |F|² <= 1e-20.
+ *        A fresh system starts with v = 0, so its first step is a plain
+ *        Euler step dt F. State: d[0] dt, d[1] a, n[0] Npos, n[1] iterations.
+ *        It is NOT LAMMPS's min_style fire (src/min_fire.cpp, e.g. Debian's
+ *        29 Sep 2021), which differs in five ways: after a half step back it
+ *        evaluates the forces again and kicks with those; it takes the
+ *        mixing factors 1-a and a |v|/|F| from |v| before the kick and the a
+ *        before this step's update (applying them after the kick); it
+ *        shrinks dt only while dt fdec >= dtmin (else keeps dt); it limits
+ *        the step by shortening this step's dt until no velocity component
+ *        times dt exceeds dmax (the half step back is not limited); and it
+ *        divides F by the masses. Trajectories therefore differ from
+ *        LAMMPS's (with unit masses, from the first uphill step or mixing
+ *        on); both reach minima (test_optim checks FIRE2 against ASE's
+ *        L-BFGS minima, and step by step against a reference written
+ *        from this description).
  * GD     x += step F, scaled as a whole when the longest per-atom move
  *        reaches maxstep (ASE's determine_step). No state.
  * LBFGS  ASE 3.22 LBFGS.step/update/determine_step without line search:
