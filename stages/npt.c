@@ -36,8 +36,10 @@
  *
  * Systems that are not periodic in all three directions have no volume to
  * couple: they run at constant volume with the Bussi thermostat alone
- * (NVT), silently. Periodic slabs (pbc in two directions) are in that case:
- * an isotropic barostat would couple the vacuum gap.
+ * (NVT); the library says nothing, the mdflow program warns once per run
+ * (mdf_integrator_changes_cell tells a caller which methods do this).
+ * Periodic slabs (pbc in two directions) are in that case: an isotropic
+ * barostat would couple the vacuum gap.
  *
  * res.extra_energy = P0 V minus the energy the thermostat and the rescalings
  * added (ΔK exactly, ΔU ≈ -tr W dε/3 to first order), Bernetti & Bussi's

@@ -55,4 +55,10 @@ int mdf_integrator_is_optimiser(const char *name)
     return o ? (o->flags & MDF_INTEG_OPTIMISER) != 0 : -1;
 }
 
+int mdf_integrator_changes_cell(const char *name)
+{
+    const mdf_integrator_ops *o = name ? mdf_find_integrator(name) : NULL;
+    return o ? (o->flags & MDF_INTEG_CELL) != 0 : -1;
+}
+
 const char *const *mdf_model_names(void) { return model_names; }

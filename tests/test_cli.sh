@@ -454,6 +454,54 @@ last=$(grep -o 'mdf_step=[0-9]*' shrunk.xyz | sed 's/.*=//')
 if [ -n "$last" ] && [ "$last" -le 30 ]; then pass "npt shrinking the cell: the run stops by step 30 (step $last)"; else
     fail "npt shrinking the cell: the run stops by step 30" "mdf_step of the output: '$last'"; fi
 
+# ---- 6b. silent choices get a warning -------------------------------------------------
+# A pair without parameters of its own takes max(rc_i, rc_j) as cutoff (LAMMPS
+# mixes cutoffs arithmetically); npt leaves systems that are not periodic in
+# all three directions at constant volume (NVT). Each is documented in --help
+# and warned about once per run on stderr, and only when it happens.
+printf '4\n%s pbc="F F F"\nAr 0 0 0\nKr 3.9 0 0\nAr 0 3.9 0\nKr 3.9 3.9 0\n' "$P" >arkr.xyz
+# count_warnings FRAGMENT: lines of $T/stderr that are warnings holding FRAGMENT.
+count_warnings() { grep -E '^mdflow: warning: ' "$T/stderr" | grep -c -F -e "$1"; }
+# expect_warning NAME WANT FRAGMENT: after run, exit status 0 and WANT warnings with FRAGMENT.
+expect_warning() {
+    n=$(count_warnings "$3")
+    if [ "$rc" -eq 0 ] && [ "$n" -eq "$2" ]; then pass "$1: exit 0, $2 warning(s) naming '$3'"; else
+        fail "$1: exit 0, $2 warning(s) naming '$3'" "exit status $rc, $n such warnings"; show stderr "$T/stderr"; fi
+}
+run md --input arkr.xyz --lj-species Ar:0.0104:3.40:8.5 --lj-species Kr:0.014:3.65:10
+expect_warning "two species with cutoffs 8.5 and 10, no --lj-pair" 1 "Ar-Kr"
+if grep -F 'max(' "$T/stderr" | grep -F '10 ' >/dev/null && grep -F '9.25' "$T/stderr" >/dev/null; then
+    pass "the warning gives the cutoff used (max, 10 A) and LAMMPS's arithmetic one (9.25 A)"
+else
+    fail "the warning gives the cutoff used (max, 10 A) and LAMMPS's arithmetic one (9.25 A)"; show stderr "$T/stderr"
+fi
+run md --input arkr.xyz --lj-species Ar:0.0104:3.40:8.5 --lj-species Kr:0.014:3.65:10 --lj-pair Ar:Kr:0.012:3.5:9.25
+expect_warning "the same with --lj-pair Ar:Kr" 0 "Ar-Kr"
+run md --input arkr.xyz --lj-species Ar:0.0104:3.40:9 --lj-species Kr:0.014:3.65:9
+expect_warning "two species with equal cutoffs" 0 "cutoff"
+run md --input in.xyz --ensemble npt --temperature 40
+expect_warning "npt on a box and an open cluster" 1 "constant volume"
+run md --input box.xyz --ensemble npt --temperature 40
+expect_warning "npt on a fully periodic box" 0 "constant volume"
+cat >mix.yaml <<'EOF'
+input: arkr.xyz
+model: {type: lj, species: [{element: Ar, epsilon: 0.0104, sigma: 3.40, cutoff: 8.5},
+                            {element: Kr, epsilon: 0.014, sigma: 3.65, cutoff: 10}]}
+stages:
+  md: {method: npt, dt_fs: 2, temperature_K: 40, entry_temperature_K: 40, steps: 5}
+sampler: {max_atoms: 100}
+scheduler: {ncpus: 2}
+EOF
+run "$MDFLOW" run mix.yaml
+expect_warning "mdflow run: a mixed pair with other cutoffs" 1 "Ar-Kr"
+expect_warning "mdflow run: npt stage on an open cluster" 1 "constant volume"
+run "$MDFLOW" md --help
+if grep -F 'max(rc' "$T/stdout" >/dev/null && grep -F 'constant volume' "$T/stdout" >/dev/null; then
+    pass "md --help documents the mixed cutoff and npt on non-periodic systems"
+else
+    fail "md --help documents the mixed cutoff and npt on non-periodic systems"; show stdout "$T/stdout"
+fi
+
 # ---- 7. the default workload -------------------------------------------------------
 # MDFLOW_DATA points nowhere: the dataset is found through the compiled-in paths.
 # Sanitizer builds run slower (scripts/test.sh sets MDF_TEST_TIME_SCALE: 10 under TSan).

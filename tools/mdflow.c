@@ -70,7 +70,9 @@ static void usage_common(FILE *fp)
             "  --lj-sigma S          Å (default 3.40)\n"
             "  --lj-cutoff RC        Å (default 2.5 sigma)\n"
             "  --lj-species SYM:E:S:RC   per-element parameters (repeatable; replaces the three above)\n"
-            "  --lj-pair A:B:E:S:RC  explicit pair (default: Lorentz-Berthelot mixing)\n"
+            "  --lj-pair A:B:E:S:RC  explicit pair (default: Lorentz-Berthelot mixing, eps = sqrt(eps_A eps_B),\n"
+            "                        sigma = (sigma_A + sigma_B)/2, and cutoff max(rc_A, rc_B), not LAMMPS's\n"
+            "                        arithmetic (rc_A + rc_B)/2: a warning says so when the cutoffs differ)\n"
             "  --lj-shift            shift pair energies to zero at the cutoff\n"
             "  --nan-check           stop with an error naming the system, field and step on NaN/Inf\n"
             "  --max-force F         clamp every atom's force to F eV/Å (direction kept)\n"
@@ -93,7 +95,9 @@ static void usage_md(FILE *fp)
             "Molecular dynamics of every structure in FILE.xyz, all at once, as a StarPU task graph.\n\n"
             "  --ensemble NAME       nve (velocity Verlet, default), langevin (BAOAB), nose-hoover\n"
             "                        (chain), bussi (stochastic velocity rescaling), npt (isotropic\n"
-            "                        stochastic cell rescaling + Bussi)\n"
+            "                        stochastic cell rescaling + Bussi; only systems periodic in x, y and z\n"
+            "                        change volume, the others run at constant volume (NVT) under its\n"
+            "                        thermostat, with a warning)\n"
             "  --integrator NAME     any registered method by name (see mdflow methods)\n"
             "  --steps N             steps to run (default 100)\n"
             "  --dt FS               time step in fs (default 1.0)\n"
@@ -544,6 +548,13 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     if (st == MDF_OK && frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s holds no structure", o->input);
     if (st == MDF_OK) st = lj_from_options(o, &frames, err);
+    if (st == MDF_OK) runner_warn_mixed_cutoffs(&o->lj, "--lj-pair A:B:EPSILON:SIGMA:RC");
+    if (st == MDF_OK && o->cmd == CMD_MD) {
+        char where[160];
+        snprintf(where, sizeof where, "%s %s", o->ensemble ? "--ensemble" : "--integrator",
+                 o->ensemble ? o->ensemble : o->md.integrator);
+        runner_warn_npt_open(o->md.integrator, where, &frames);
+    }
     if (o->md.thermo_every < 0) o->md.thermo_every = o->md.steps >= 10 ? o->md.steps / 10 : 1;
     thermo_file thermo = {0};
     if (st == MDF_OK && o->cmd == CMD_MD) st = thermo_open(&thermo, o->thermo_file, o->quiet, err);
@@ -625,7 +636,11 @@ static void usage_run(FILE *fp)
             "            the sampler packs a batch within the same budgets, each stage runs on it in\n"
             "            turn until all its systems have left, then the next batch is built (no refills,\n"
             "            no checkpoints); the trajectories are the same, only the time differs\n"
-            "  --help    this text\n",
+            "  --help    this text\n\n"
+            "Two choices are made without being asked, each with a warning on stderr when it applies:\n"
+            "a model.pairs entry left out mixes the species' parameters (Lorentz-Berthelot) with the\n"
+            "cutoff max(rc_A, rc_B), not LAMMPS's arithmetic (rc_A + rc_B)/2; an npt stage changes the\n"
+            "volume of systems periodic in x, y and z only, the others run at constant volume (NVT).\n",
             MDF_DEFAULT_WORKFLOW, MDF_PKGDATADIR);
 }
 

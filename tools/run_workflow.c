@@ -442,6 +442,16 @@ static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
                            "with at least one frame", wf->path, wf->input_line, wf->input);
     mdf_lj_config lj;
     if (st == MDF_OK) st = lj_config(wf, &rs->frames, &lj, err);
+    if (st == MDF_OK) runner_warn_mixed_cutoffs(&lj, "model.pairs");
+    /* Every system goes through every stage: one warning for the first npt stage. */
+    for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {
+        const wf_stage *ws = &wf->stages[wf->comp[k]];
+        if (mdf_integrator_changes_cell(ws->method) != 1) continue;
+        char where[4608];
+        snprintf(where, sizeof where, "%s:%d: stage '%s' (method %s)", wf->path, ws->line, ws->name, ws->method);
+        runner_warn_npt_open(ws->method, where, &rs->frames);
+        break;
+    }
     mdf_runtime_config rc;
     mdf_runtime_config_init(&rc);
     rc.sched = *wf->sched ? wf->sched : NULL;

@@ -66,6 +66,42 @@ mdf_status runner_lj_every_element(mdf_lj_config *lj, const mdf_frame_list *fram
     return MDF_OK;
 }
 
+void runner_warn_mixed_cutoffs(const mdf_lj_config *lj, const char *where)
+{
+    int za = 0, zb = 0, n = mdf_lj_config_mixed_cutoffs(lj, &za, &zb);
+    if (n == 0) return;
+    int a = 0, b = 0;
+    for (int k = 0; k < lj->nspecies; k++) {
+        if (lj->z[k] == za) a = k;
+        if (lj->z[k] == zb) b = k;
+    }
+    double ra = lj->cutoff[a][a], rb = lj->cutoff[b][b];
+    fprintf(stderr,
+            "mdflow: warning: the Lennard-Jones pair %s-%s has no parameters of its own: its cutoff is max(rc_%s, "
+            "rc_%s) = %g Å, where LAMMPS's arithmetic mixing would give (%g + %g)/2 = %g Å (%d such pair%s); give "
+            "the pair its own parameters (%s) to choose\n",
+            mdf_element_symbol(za), mdf_element_symbol(zb), mdf_element_symbol(za), mdf_element_symbol(zb),
+            ra > rb ? ra : rb, ra, rb, 0.5 * (ra + rb), n, n == 1 ? "" : "s", where);
+}
+
+void runner_warn_npt_open(const char *method, const char *where, const mdf_frame_list *frames)
+{
+    if (!method || mdf_integrator_changes_cell(method) != 1) return;
+    size_t open = 0, first = 0;
+    for (size_t i = 0; i < frames->count; i++) {
+        const int *pbc = frames->frames[i].pbc;
+        if (pbc[0] && pbc[1] && pbc[2]) continue;
+        if (open++ == 0) first = i;
+    }
+    if (open == 0) return;
+    const int *pbc = frames->frames[first].pbc;
+    fprintf(stderr,
+            "mdflow: warning: %s changes the volume of systems periodic in all three directions only: %zu of %zu "
+            "system%s (the first: system %zu, pbc %c %c %c) run at constant volume under its thermostat (NVT)\n",
+            where, open, frames->count, frames->count == 1 ? "" : "s", first, pbc[0] ? 'T' : 'F',
+            pbc[1] ? 'T' : 'F', pbc[2] ? 'T' : 'F');
+}
+
 int runner_frames_have_frozen(const mdf_frame_list *frames)
 {
     for (size_t i = 0; i < frames->count; i++)

@@ -35,6 +35,15 @@ mdf_status runner_add_hooks(mdf_stage *s, int part, const runner_hooks *h, mdf_e
 mdf_status runner_lj_every_element(mdf_lj_config *lj, const mdf_frame_list *frames, double epsilon, double sigma,
                                    double cutoff, mdf_error *err);
 
+/* Warnings for choices the library makes silently (stderr, one line each,
+ * once per run, only when they apply): Lennard-Jones pairs without
+ * parameters of their own whose species' cutoffs differ (max(rc_i, rc_j),
+ * not LAMMPS's mean); a method that changes cells (npt) given systems that
+ * are not periodic in all three directions (they keep their volume: NVT).
+ * `where` names the option or workflow key. */
+void runner_warn_mixed_cutoffs(const mdf_lj_config *lj, const char *where);
+void runner_warn_npt_open(const char *method, const char *where, const mdf_frame_list *frames);
+
 /* Whether any frame flags frozen atoms ("fixed" or "move_mask" columns). */
 int runner_frames_have_frozen(const mdf_frame_list *frames);
 

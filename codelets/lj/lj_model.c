@@ -84,6 +84,20 @@ static void lj_destroy(mdf_model *m)
 
 static const mdf_model_ops lj_ops = {.name = "lj", .insert = lj_insert, .destroy = lj_destroy};
 
+int mdf_lj_config_mixed_cutoffs(const mdf_lj_config *cfg, int *za, int *zb)
+{
+    int n = 0;
+    for (int a = 0; a < cfg->nspecies; a++)
+        for (int b = a + 1; b < cfg->nspecies; b++) {
+            if (cfg->pair_set[a][b] || cfg->cutoff[a][a] == cfg->cutoff[b][b]) continue;
+            if (n++ == 0) {
+                if (za) *za = cfg->z[a];
+                if (zb) *zb = cfg->z[b];
+            }
+        }
+    return n;
+}
+
 mdf_status mdf_model_create_lj(const mdf_lj_config *cfg, mdf_model **out, mdf_error *err)
 {
     *out = NULL;

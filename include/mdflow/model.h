@@ -15,7 +15,10 @@ typedef struct mdf_model mdf_model;
 #define MDF_LJ_SPECIES_MAX 8
 
 /* Lennard-Jones parameters per species pair (eV, Å). Pairs not given use
- * Lorentz–Berthelot mixing of the diagonal ones. */
+ * Lorentz–Berthelot mixing of the diagonal ones, ε = sqrt(ε_i ε_j),
+ * σ = (σ_i + σ_j)/2, and the larger cutoff, max(rc_i, rc_j) (LAMMPS's
+ * pair_modify mix arithmetic would take (rc_i + rc_j)/2): set a pair
+ * explicitly to choose. */
 typedef struct mdf_lj_config {
     int nspecies;
     int z[MDF_LJ_SPECIES_MAX];                        /* atomic numbers */
@@ -34,6 +37,11 @@ mdf_status mdf_lj_config_add_species(mdf_lj_config *cfg, int z, double epsilon, 
 /* Sets the pair (za, zb) explicitly; both species must have been added. */
 mdf_status mdf_lj_config_set_pair(mdf_lj_config *cfg, int za, int zb, double epsilon, double sigma,
                                   double cutoff, mdf_error *err);
+
+/* Pairs without parameters of their own whose species have different
+ * cutoffs (they take max(rc_i, rc_j), not LAMMPS's mean): the count, and
+ * the first such pair's atomic numbers in *za, *zb (either may be NULL). */
+int mdf_lj_config_mixed_cutoffs(const mdf_lj_config *cfg, int *za, int *zb);
 
 /* StarPU must be initialised (the parameters become a StarPU handle). */
 mdf_status mdf_model_create_lj(const mdf_lj_config *cfg, mdf_model **out, mdf_error *err);

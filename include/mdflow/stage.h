@@ -277,6 +277,10 @@ const char *mdf_integrator_name(size_t k);
 const char *mdf_integrator_summary(size_t k);
 /* 1 for optimisers (FIRE, FIRE2, GD, L-BFGS), 0 for MD integrators, -1 unknown. */
 int mdf_integrator_is_optimiser(const char *name);
+/* 1 if the method changes the cell (npt: the volume of systems periodic in
+ * all three directions; the others it runs at constant volume), 0 if not,
+ * -1 if the name is unknown. */
+int mdf_integrator_changes_cell(const char *name);
 
 #ifdef __cplusplus
 }
