@@ -258,6 +258,23 @@ static mdf_status open_datasets(mdf_h5s_writer *w, int need_all, mdf_error *err)
 
 /* Complete systems: from atom_ptr and the shortest per-system dataset; and
  * the atoms they own (checked against the per-atom datasets). */
+/* What a file of `bytes` bytes can describe: deflate compresses at most
+ * 1032:1, so no genuine file holds more than about 1,100 times its size.
+ * Extents past that are declared, not stored (a damaged or hostile file):
+ * memory must follow the bytes present, never a declared extent. */
+static mdf_status check_claim(const mdf_h5s_writer *w, const char *what, int64_t count, int64_t row_bytes,
+                              mdf_error *err)
+{
+    struct stat sb;
+    double file = stat(w->path, &sb) == 0 ? (double)sb.st_size : 0.0;
+    double can_hold = 1100.0 * file + 1048576.0;
+    if ((double)count * (double)row_bytes <= can_hold) return MDF_OK;
+    return mdf_error_set(err, MDF_ERR_PARSE,
+                         "HDF5 file '%s': it declares %lld %s, more than its %.0f bytes can hold even compressed "
+                         "(damaged, or not a file mdflow wrote)",
+                         w->path, (long long)count, what, file);
+}
+
 static mdf_status find_length(mdf_h5s_writer *w, mdf_error *err)
 {
     int64_t nptr = mdf_h5_rows(w->d[D_PTR]);
@@ -266,6 +283,8 @@ static mdf_status find_length(mdf_h5s_writer *w, mdf_error *err)
         w->nsys = w->natoms = 0;
         return MDF_OK;
     }
+    mdf_status st = check_claim(w, "systems (rows of atom_ptr)", nptr, (int64_t)sizeof(int64_t), err);
+    if (st != MDF_OK) return st;
     int64_t n = nptr - 1;
     for (int k = 0; k < NSPEC; k++)
         if (w->d[k] >= 0 && specs[k].kind == K_SYS) {
@@ -301,7 +320,8 @@ static mdf_status find_length(mdf_h5s_writer *w, mdf_error *err)
     w->nsys = n;
     w->natoms = ptr[n];
     free(ptr);
-    return MDF_OK;
+    /* positions, velocities, forces, mass and number of every atom */
+    return check_claim(w, "atoms", w->natoms, 9 * (int64_t)sizeof(double) + 12, err);
 }
 
 /* Sets every dataset to the current (nsys, natoms). */
