@@ -115,14 +115,32 @@ typedef struct run_sinks {
     mdf_sink *converged;   /* systems leaving the first stage, each once */
 } run_sinks;
 
+/* Snapshots every snapshot_every steps, and on the last composition entry
+ * the state each system leaves the run with, at its exit step: the periodic
+ * hook selects the entry's systems after the convergence check, so it
+ * misses a system that leaves at that very step (step 200 of a 200-step
+ * stage), and a system leaving early by convergence leaves between two
+ * snapshot steps. The two select disjoint systems (status == the entry's,
+ * or just moved to the exit status), so no state is written twice. Entries
+ * before the last need no exit hook: the next entry's periodic hook sees a
+ * system that moved on. */
+static mdf_status add_snapshot_hooks(const mdf_workflow *wf, int k, mdf_sink *sink, mdf_stage *s, mdf_error *err)
+{
+    mdf_hook *h = NULL;
+    mdf_status st = mdf_hook_create_snapshot(sink, wf->snapshot_every, &h, err);
+    if (st == MDF_OK) st = mdf_stage_add_hook(s, h, err);
+    if (st == MDF_OK && k == wf->ncomp - 1) {
+        st = mdf_hook_create_converged_snapshot(sink, &h, err);
+        if (st == MDF_OK) st = mdf_stage_add_hook(s, h, err);
+    }
+    return st;
+}
+
 static mdf_status add_sink_hooks(const mdf_workflow *wf, int k, const run_sinks *sk, mdf_stage *s, mdf_error *err)
 {
     mdf_hook *h = NULL;
     mdf_status st = MDF_OK;
-    if (sk->snapshots) {
-        st = mdf_hook_create_snapshot(sk->snapshots, wf->snapshot_every, &h, err);
-        if (st == MDF_OK) st = mdf_stage_add_hook(s, h, err);
-    }
+    if (sk->snapshots) st = add_snapshot_hooks(wf, k, sk->snapshots, s, err);
     if (st == MDF_OK && sk->converged && k == 0) {
         st = mdf_hook_create_converged_snapshot(sk->converged, &h, err);
         if (st == MDF_OK) st = mdf_stage_add_hook(s, h, err);

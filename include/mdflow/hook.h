@@ -178,7 +178,11 @@ typedef struct mdf_sink mdf_sink;
 mdf_status mdf_hook_create_snapshot(mdf_sink *sink, int64_t every, mdf_hook **out, mdf_error *err);
 /* At ON_CONVERGE: writes each system that just converged (or left on its
  * step budget, flagged) once, at the step it left the (sub-)stage. Its
- * virial is NaN unless that step computed one (hooks asking for it). */
+ * virial is NaN unless that step computed one (hooks asking for it).
+ * Added with a snapshot hook on the same sink to a stage's last part, it
+ * completes the trajectories: the snapshot hook selects the part's systems
+ * after the convergence check, so it misses the state a system leaves with
+ * (step N of an N-step stage); this one writes exactly that state. */
 mdf_status mdf_hook_create_converged_snapshot(mdf_sink *sink, mdf_hook **out, mdf_error *err);
 
 /* LAMMPS-style thermo rows (batch totals or per system) every N steps
