@@ -99,6 +99,10 @@ variant() { sed "$2" wf.yaml >"$1.yaml"; }
 run "$MDFLOW" run --help
 if [ "$rc" -eq 0 ] && grep -F 'usage: mdflow run' "$T/stdout" >/dev/null; then pass "mdflow run --help: exit 0, usage"; else
     fail "mdflow run --help: exit 0, usage" "exit status $rc"; show stdout "$T/stdout"; fi
+# It says which snapshot form each reader takes (MDAnalysis: one file per system).
+if grep -F 'traj_{id}.h5md' "$T/stdout" | grep -F MDAnalysis >/dev/null && grep -F 'FILE.h5md' "$T/stdout" |
+    grep -F 'MDAnalysis cannot' >/dev/null; then pass "mdflow run --help: which snapshot form for MDAnalysis"
+else fail "mdflow run --help: which snapshot form for MDAnalysis"; show stdout "$T/stdout"; fi
 run "$MDFLOW" help
 if [ "$rc" -eq 0 ] && grep -E '^  run ' "$T/stdout" >/dev/null; then pass "mdflow help lists the run command"; else
     fail "mdflow help lists the run command" "exit status $rc"; show stdout "$T/stdout"; fi
