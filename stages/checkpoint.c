@@ -386,6 +386,76 @@ static int fsync_path(const char *path, int dir)
     return r;
 }
 
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* The checkpoint as an HDF5 file image in memory (HDF5's core driver, no
+ * backing store). HDF5 then never writes to the disk itself: before, a
+ * full disk made H5Fclose fail on a file it kept open, and HDF5's own
+ * cleanup at exit crashed on it (status 139 after the right message). */
+static mdf_status build_image(const mdf_ckpt *c, void **image, size_t *size, mdf_error *err)
+{
+    size_t payload = 0;
+    for (size_t i = 0; i < c->count; i++) payload += c->arrays[i].elem * c->arrays[i].n;
+    *image = NULL;
+    mdf_status st = MDF_OK;
+    mdf_h5_lock();
+    H5E_auto2_t old_fn;
+    void *old_data;
+    H5Eget_auto2(H5E_DEFAULT, &old_fn, &old_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    /* one allocation for the payload and its metadata, grown by 1 MiB if short */
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, payload + ((size_t)1 << 20), 0) < 0) {
+        H5Pclose(fapl);
+        fapl = -1;
+    }
+    hid_t file = fapl >= 0 ? H5Fcreate(c->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
+    if (file < 0) {
+        st = h5_fail(err, MDF_ERR_NOMEM, c->path, "cannot build it in memory (no memory?)");
+    } else {
+        int64_t version = MDF_CKPT_LAYOUT, sizes[8];
+        struct_sizes(sizes);
+        int ok = write_root_attr(file, "mdflow_checkpoint", &version, 1) == 0 &&
+                 write_root_attr(file, "sizes", sizes, 8) == 0;
+        for (size_t i = 0; ok && i < c->count; i++) ok = write_array(file, &c->arrays[i]) == 0;
+        ssize_t n = ok && H5Fflush(file, H5F_SCOPE_GLOBAL) >= 0 ? H5Fget_file_image(file, NULL, 0) : -1;
+        ok = n > 0 && (*image = malloc((size_t)n)) != NULL && H5Fget_file_image(file, *image, (size_t)n) == n;
+        if (ok) *size = (size_t)n;
+        else st = h5_fail(err, MDF_ERR_NOMEM, c->path, "cannot build it in memory (no memory?)");
+        H5Fclose(file); /* in memory: nothing to flush to a disk */
+    }
+    if (fapl >= 0) H5Pclose(fapl);
+    H5Eclear2(H5E_DEFAULT);
+    H5Eset_auto2(H5E_DEFAULT, old_fn, old_data);
+    mdf_h5_unlock();
+    if (st != MDF_OK) {
+        free(*image);
+        *image = NULL;
+    }
+    return st;
+}
+
+/* Writes the image to tmp and syncs it; errno of the first failure, or 0. */
+static int write_image(const char *tmp, const void *image, size_t size)
+{
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) return errno;
+    const char *p = image;
+    int e = 0;
+    while (size > 0 && !e) {
+        ssize_t w = write(fd, p, size);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) e = w < 0 ? errno : ENOSPC;
+        else {
+            p += w;
+            size -= (size_t)w;
+        }
+    }
+    if (!e && fsync(fd) != 0) e = errno;
+    if (close(fd) != 0 && !e) e = errno;
+    return e;
+}
+
 mdf_status mdf_ckpt_write(const mdf_ckpt *c, mdf_error *err)
 {
     size_t len = strlen(c->path);
@@ -393,35 +463,19 @@ mdf_status mdf_ckpt_write(const mdf_ckpt *c, mdf_error *err)
     if (!tmp) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to write checkpoint '%s'", c->path);
     memcpy(tmp, c->path, len);
     memcpy(tmp + len, ".tmp", 5);
-    mdf_status st = MDF_OK;
-    mdf_h5_lock();
-    H5E_auto2_t old_fn;
-    void *old_data;
-    H5Eget_auto2(H5E_DEFAULT, &old_fn, &old_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (file < 0) {
-        int e = errno;
-        H5Eclear2(H5E_DEFAULT);
-        st = mdf_error_set(err, MDF_ERR_IO, "cannot write checkpoint '%s' (creating '%s': %s): check that its folder "
-                           "exists and is writable", c->path, tmp, strerror(e ? e : EIO));
-    } else {
-        int64_t version = MDF_CKPT_LAYOUT, sizes[8];
-        struct_sizes(sizes);
-        int ok = write_root_attr(file, "mdflow_checkpoint", &version, 1) == 0 &&
-                 write_root_attr(file, "sizes", sizes, 8) == 0;
-        for (size_t i = 0; ok && i < c->count; i++) ok = write_array(file, &c->arrays[i]) == 0;
-        if (ok) ok = H5Fflush(file, H5F_SCOPE_GLOBAL) >= 0;
-        if (!ok) st = h5_fail(err, MDF_ERR_IO, c->path, "writing the temporary file failed (disk full?); the "
-                              "previous checkpoint is kept");
-        if (H5Fclose(file) < 0 && st == MDF_OK)
-            st = h5_fail(err, MDF_ERR_IO, c->path, "closing the temporary file failed; the previous checkpoint is kept");
+    void *image = NULL;
+    size_t size = 0;
+    mdf_status st = build_image(c, &image, &size, err);
+    int e = st == MDF_OK ? write_image(tmp, image, size) : 0;
+    free(image);
+    if (e) {
+        struct stat sb;
+        int kept = stat(c->path, &sb) == 0;
+        st = mdf_error_set(err, MDF_ERR_IO, "cannot write checkpoint '%s' (writing '%s': %s): %s; free disk space "
+                           "or give the checkpoint a folder that is writable and has room, then %s", c->path, tmp,
+                           strerror(e), kept ? "the previous checkpoint is kept" : "no checkpoint was written",
+                           kept ? "resume from it" : "run again");
     }
-    H5Eset_auto2(H5E_DEFAULT, old_fn, old_data);
-    mdf_h5_unlock();
-    if (st == MDF_OK && fsync_path(tmp, 0) != 0)
-        st = mdf_error_set(err, MDF_ERR_IO, "checkpoint '%s': syncing '%s' to disk failed: %s", c->path, tmp,
-                           strerror(errno));
     if (st == MDF_OK && rename(tmp, c->path) != 0)
         st = mdf_error_set(err, MDF_ERR_IO, "checkpoint '%s': cannot move '%s' over it: %s", c->path, tmp,
                            strerror(errno));

@@ -9,10 +9,12 @@
  * file written by another build or version is refused with a clear error
  * instead of being misread.
  *
- * Writes are atomic: the file is written as PATH.tmp, flushed and fsync'ed,
- * then renamed over PATH (and the folder fsync'ed), so a kill during a
- * checkpoint leaves the previous one intact. Every HDF5 call runs under
- * mdf_h5_lock() (io/h5io.h). */
+ * Writes are atomic: the file is built in memory (HDF5's core driver), then
+ * written with write() as PATH.tmp, fsync'ed and renamed over PATH (and the
+ * folder fsync'ed), so a kill during a checkpoint leaves the previous one
+ * intact and PATH either does not exist or is complete. A full disk is an
+ * errno of ours with the file named; HDF5 never holds a half-written file
+ * open. Every HDF5 call runs under mdf_h5_lock() (io/h5io.h). */
 #ifndef MDF_CHECKPOINT_H
 #define MDF_CHECKPOINT_H
 

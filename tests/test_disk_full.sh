@@ -1,0 +1,125 @@
+#!/bin/sh
+# mdflow — outputs on a full file system (a small tmpfs mounted for the
+# test). Whatever the writer, the run stops with exit status 1 (never a
+# crash), a message naming the file and what to do, and what was written
+# before stays readable:
+#   - checkpoints, at every size of file system from "none fits" to "one
+#     fits, its replacement does not": the checkpoint path is absent or a
+#     whole checkpoint (never half-replaced), and once there is room again
+#     the run resumes from it and ends as the run left alone, byte for byte.
+#
+# Needs mount(8) permission (root) for the tmpfs: skipped (77) without it.
+set -u
+
+HARNESS_NAME=mdflow-full
+srcdir=${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+# shellcheck source=tests/cli_harness.sh
+. "$srcdir/tests/cli_harness.sh"
+STARPU_SCHED=eager
+export STARPU_SCHED
+
+mkdir full
+if ! mount -t tmpfs -o size=64k tmpfs "$T/full" 2>/dev/null; then
+    echo "SKIP: cannot mount a tmpfs (needs root): the disk-full tests need a small file system"
+    exit 77
+fi
+trap 'umount "$T/full" 2>/dev/null; rm -rf "$T"' EXIT
+# resize BYTES: the tmpfs's size (its files stay).
+resize() { mount -o remount,size="$1" "$T/full"; }
+# empty_full: no file left on the tmpfs.
+empty_full() { rm -rf "$T/full/"* "$T/full/".[!.]* 2>/dev/null; }
+
+# expect_full NAME FRAGMENT...: exit status 1 (a failure, not a crash) and
+# an "mdflow: I/O error:" line holding every fragment.
+expect_full() {
+    name=$1
+    shift
+    miss=$(missing_in_stderr "$@")
+    if [ "$rc" -ne 1 ]; then
+        fail "$name: exit status 1" "exit status $rc"; show stderr "$T/stderr"
+    elif ! grep -E '^mdflow: I/O error: ' "$T/stderr" >/dev/null; then
+        fail "$name: an 'mdflow: I/O error:' line"; show stderr "$T/stderr"
+    elif [ -n "$miss" ]; then
+        fail "$name: message names $*" "missing: $(echo "$miss" | tr '\n' ' ')"; show stderr "$T/stderr"
+    else
+        pass "$name: exit 1, $(grep -E '^mdflow: ' "$T/stderr" | head -n 1 | cut -c1-240)"
+    fi
+}
+
+# clusters.xyz: twelve jittered argon clusters of 6 to 19 atoms, open boundaries.
+awk 'BEGIN {
+    srand(5); a = 5.26
+    split("13 19 8 13 6 10 13 19 8 13 6 10", sizes, " ")
+    for (c = 1; c <= 12; c++) {
+        n = sizes[c]; printf "%d\nProperties=species:S:1:pos:R:3 pbc=\"F F F\"\n", n
+        k = 0
+        for (i = -1; i <= 1 && k < n; i++) for (j = -1; j <= 1 && k < n; j++) for (l = -1; l <= 1 && k < n; l++) {
+            if ((i + j + l) % 2 != 0) continue
+            printf "Ar %.4f %.4f %.4f\n", i * a / 2 + 0.3 * (rand() - 0.5), j * a / 2 + 0.3 * (rand() - 0.5), l * a / 2 + 0.3 * (rand() - 0.5)
+            k++
+        }
+        for (; k < n; k++) printf "Ar %.4f %.4f %.4f\n", 5.0 + 3.7 * (k - 13), 0.1 * c, 0.2
+    }
+}' >clusters.xyz
+
+# workflow NAME CHECKPOINT [OUTPUT...]: relax + md over the clusters, final
+# structures in NAME.xyz, a checkpoint every 10 steps; more output keys may follow.
+workflow() {
+    name=$1 ckpt=$2
+    shift 2
+    extra=""
+    for o in "$@"; do extra="$extra, $o"; done
+    cat >"$name.yaml" <<EOF
+input: clusters.xyz
+model: {type: lj, shift: true}
+stages:
+  relax: {method: fire, fmax: 0.02, step_budget: 200}
+  md: {method: langevin, dt_fs: 5, temperature_K: 20, entry_temperature_K: 20, steps: 40}
+composition: relax + md
+sampler: {max_atoms: 60, refill_interval: 5}
+output: {structures: $name.xyz$extra}
+checkpoint: {path: $ckpt, every: 10}
+seed: 3
+EOF
+}
+
+# ---- checkpoints -------------------------------------------------------------------
+workflow ref ref.ckpt.h5
+run "$MDFLOW" run ref.yaml
+if [ "$rc" -ne 0 ] || [ ! -s ref.ckpt.h5 ]; then
+    fail "reference run with checkpoints" "exit status $rc"; show stderr "$T/stderr"
+    finish
+fi
+size=$(wc -c <ref.ckpt.h5)
+# From "nothing fits" to "the first fits and a replacement does not" (the
+# checkpoints grow as systems finish: their final frames are kept).
+crashes=0 bad=0 resumed=0
+for pct in 20 60 90 120 150 180; do
+    empty_full
+    resize $((size * pct / 100 + 4096))
+    workflow "ck$pct" "$T/full/ck.h5"
+    run "$MDFLOW" run "ck$pct.yaml"
+    [ "$rc" -ge 128 ] && crashes=$((crashes + 1))
+    if [ "$rc" -eq 0 ]; then
+        fail "checkpoints on a tmpfs of $pct% of the checkpoint's size: the write must fail" "exit status 0"
+        continue
+    fi
+    expect_full "checkpoint, tmpfs at $pct% of its size" "cannot write checkpoint '$T/full/ck.h5'" \
+        "No space left on device" "free disk space"
+    [ -e "$T/full/ck.h5.tmp" ] && { bad=$((bad + 1)); fail "$pct%: no temporary file left" "$T/full/ck.h5.tmp exists"; }
+    if [ -e "$T/full/ck.h5" ]; then
+        # Room again: the checkpoint left behind resumes to the reference's end.
+        resize 64m
+        run "$MDFLOW" run --resume "ck$pct.yaml"
+        if [ "$rc" -eq 0 ] && cmp -s ref.xyz "ck$pct.xyz"; then resumed=$((resumed + 1))
+        else bad=$((bad + 1)); fail "$pct%: the checkpoint left on the full disk resumes to the same end" \
+            "exit status $rc"; show stderr "$T/stderr"; fi
+    fi
+done
+if [ "$crashes" -eq 0 ]; then pass "checkpoints on a full disk: no crash (6 sizes)"
+else fail "checkpoints on a full disk: no crash" "$crashes of 6 runs died of a signal"; fi
+if [ "$bad" -eq 0 ] && [ "$resumed" -ge 2 ]; then
+    pass "the checkpoint a full disk leaves is whole: $resumed resumed to the reference's final structures, byte for byte"
+else fail "checkpoints left by a full disk resume" "$resumed resumed, $bad bad"; fi
+
+finish
