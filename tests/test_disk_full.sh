@@ -6,7 +6,9 @@
 #   - checkpoints, at every size of file system from "none fits" to "one
 #     fits, its replacement does not": the checkpoint path is absent or a
 #     whole checkpoint (never half-replaced), and once there is room again
-#     the run resumes from it and ends as the run left alone, byte for byte.
+#     the run resumes from it and ends as the run left alone, byte for byte;
+#   - `mdflow md --thermo-file`: the run stops at the first failed row, and
+#     the previous thermo file is not replaced by a truncated one.
 #
 # Needs mount(8) permission (root) for the tmpfs: skipped (77) without it.
 set -u
@@ -121,5 +123,25 @@ else fail "checkpoints on a full disk: no crash" "$crashes of 6 runs died of a s
 if [ "$bad" -eq 0 ] && [ "$resumed" -ge 2 ]; then
     pass "the checkpoint a full disk leaves is whole: $resumed resumed to the reference's final structures, byte for byte"
 else fail "checkpoints left by a full disk resume" "$resumed resumed, $bad bad"; fi
+
+# ---- the thermo file of mdflow md --------------------------------------------------------
+# fill KB: the tmpfs is 64 KiB with about KB KiB free.
+fill() {
+    empty_full
+    resize 64k
+    head -c $(((64 - $1) * 1024)) /dev/zero >"$T/full/pad"
+}
+fill 16
+echo "the previous run's thermo log" >"$T/full/thermo.txt"
+run "$MDFLOW" md --input clusters.xyz --steps 2000 --thermo 1 --thermo-per-system \
+    --thermo-file "$T/full/thermo.txt" --output thermo.xyz
+expect_full "--thermo-file on a full disk" "thermo log '$T/full/thermo.txt'" "No space left on device" \
+    "is unchanged" "$T/full/thermo.txt.tmp" "free disk space"
+if [ "$(cat "$T/full/thermo.txt")" = "the previous run's thermo log" ]; then
+    pass "--thermo-file on a full disk: the previous thermo log is not replaced by a truncated one"
+else fail "--thermo-file on a full disk: the previous thermo log stays" "it now holds $(wc -c <"$T/full/thermo.txt") bytes"; fi
+if [ ! -e thermo.xyz ] && [ -s "$T/full/thermo.txt.tmp" ] && head -n 1 "$T/full/thermo.txt.tmp" | grep -q PotEng; then
+    pass "--thermo-file on a full disk: the run stopped (no output), the rows so far are in thermo.txt.tmp"
+else fail "--thermo-file on a full disk: the run stops" "output written: $(ls thermo.xyz 2>&1)"; fi
 
 finish

@@ -10,6 +10,7 @@
  *   mdflow help | --help   usage
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
@@ -482,13 +483,29 @@ static mdf_status thermo_open(thermo_file *t, const char *path, int quiet, mdf_e
     return MDF_OK;
 }
 
-static void thermo_close(thermo_file *t)
+/* Puts PATH.tmp in place, unless a write failed: a truncated log never
+ * replaces the previous one (before, a full disk did exactly that). */
+static mdf_status thermo_close(thermo_file *t, const char *cause, mdf_error *err)
 {
-    if (!t->path || !t->fp) return;
+    if (!t->path || !t->fp) return MDF_OK;
     long written = ftell(t->fp);
-    fclose(t->fp);
-    if (written > 0) rename(t->tmp, t->path);
-    else remove(t->tmp);
+    int bad = ferror(t->fp) != 0;
+    errno = 0;
+    if (fclose(t->fp) != 0) bad = 1;
+    int e = errno ? errno : EIO;
+    t->fp = NULL;
+    if (bad)
+        return mdf_error_set(err, MDF_ERR_IO, "writing the thermo log '%s' failed (%s); '%s' is unchanged and the "
+                             "rows written so far are in '%s': free disk space or give --thermo-file another path",
+                             t->path, cause ? cause : strerror(e), t->path, t->tmp);
+    if (written <= 0) {
+        remove(t->tmp);
+        return MDF_OK;
+    }
+    if (rename(t->tmp, t->path) != 0)
+        return mdf_error_set(err, MDF_ERR_IO, "cannot move the thermo log '%s' to '%s': %s (the rows are in '%s')",
+                             t->tmp, t->path, strerror(errno), t->tmp);
+    return MDF_OK;
 }
 
 /* The hooks md and relax options ask for. */
@@ -597,7 +614,16 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     mdf_batch_destroy(batch);
     mdf_model_destroy(model);
     if (started) mdf_runtime_stop();
-    thermo_close(&thermo);
+    /* A failed thermo write stopped the run with the hook's words; this
+     * names the file. */
+    mdf_error terr;
+    mdf_error_clear(&terr);
+    int thermo_failed = st != MDF_OK && err->code == MDF_ERR_IO && strstr(err->message, "thermo rows");
+    if (thermo_close(&thermo, thermo_failed ? err->message : NULL, &terr) != MDF_OK &&
+        (st == MDF_OK || thermo_failed)) {
+        st = terr.code;
+        *err = terr;
+    }
     mdf_frame_list_free(&frames);
     return st;
 }

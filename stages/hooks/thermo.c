@@ -1,6 +1,10 @@
 /* mdflow — the thermo hook: LAMMPS-style rows (Step, Time, PotEng, KinEng,
- * TotEng, Temp), summed over the batch or one per system, every N steps. */
+ * TotEng, Temp), summed over the batch or one per system, every N steps.
+ * A failed write (a full disk) stops the run at once: steps whose rows can
+ * no longer be written are not worth running. */
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include "../hook_internal.h"
 #include "../rows.h"
 #include "mdflow/units.h"
@@ -10,7 +14,20 @@ typedef struct thermo_impl {
     int per_system;
     double dt_fs;
     mdf_rows *rows;
+    mdf_run_control *ctl;
+    int failed;        /* errno of the first failed write (0: none) */
 } thermo_impl;
+
+/* Stops the run on the first failed write (the stream's owner names the file). */
+static void check_written(thermo_impl *t, int64_t step)
+{
+    errno = 0;
+    if (t->failed || (fflush(t->out) == 0 && !ferror(t->out))) return;
+    t->failed = errno ? errno : EIO;
+    if (t->ctl)
+        mdf_run_fail(t->ctl, MDF_ERR_IO, "writing the thermo rows failed at step %lld: %s", (long long)step,
+                     strerror(t->failed));
+}
 
 static void print_header(const thermo_impl *t)
 {
@@ -25,9 +42,8 @@ static void print_header(const thermo_impl *t)
 /* Rows of one step, batch order (every system of the batch). */
 static void print_rows(void *user, int64_t step, const mdf_hook_row *rows, size_t n)
 {
-    (void)step;
     thermo_impl *t = (thermo_impl *)user;
-    if (n == 0) return;
+    if (n == 0 || t->failed) return;
     if (t->per_system) {
         for (size_t i = 0; i < n; i++) {
             const mdf_hook_row *r = &rows[i];
@@ -45,7 +61,7 @@ static void print_rows(void *user, int64_t step, const mdf_hook_row *rows, size_
         fprintf(t->out, "%10lld %14.4f %20.10f %20.10f %20.10f %14.4f\n", (long long)rows[0].step,
                 (double)rows[0].step * t->dt_fs, pe, ke, pe + ke, dof > 0.0 ? 2.0 * ke / (dof * MDF_KB) : 0.0);
     }
-    fflush(t->out);
+    check_written(t, step);
 }
 
 static mdf_status thermo_begin(mdf_hook *h, const mdf_hook_begin *b, mdf_error *err)
@@ -53,8 +69,11 @@ static mdf_status thermo_begin(mdf_hook *h, const mdf_hook_begin *b, mdf_error *
     thermo_impl *t = (thermo_impl *)h->impl;
     mdf_rows_destroy(t->rows);
     t->rows = NULL;
+    t->ctl = b->ctl;
+    t->failed = 0;
     mdf_status st = mdf_rows_create(b->b, 0, h->every, b->window, print_rows, t, &t->rows, err);
     if (st == MDF_OK) print_header(t);
+    if (st == MDF_OK) check_written(t, 0);
     return st;
 }
 
@@ -68,7 +87,9 @@ static mdf_status thermo_end(mdf_hook *h, mdf_error *err)
     thermo_impl *t = (thermo_impl *)h->impl;
     mdf_rows_destroy(t->rows);
     t->rows = NULL;
-    if (ferror(t->out)) return mdf_error_set(err, MDF_ERR_IO, "writing the thermo log failed (disk full?)");
+    if (t->failed || ferror(t->out))
+        return mdf_error_set(err, MDF_ERR_IO, "writing the thermo rows failed: %s",
+                             strerror(t->failed ? t->failed : EIO));
     return MDF_OK;
 }
 
