@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "h5io.h"
 #include "h5_internal.h"
@@ -161,6 +162,11 @@ static mdf_status create_file(mdf_h5s_writer *w, mdf_error *err)
                            "cannot create the HDF5 structure file '%s' (is it open in another program? "
                            "is the disk full?)",
                            w->path);
+    /* room for the group and its datasets before creating them (see mdf_h5_reserve) */
+    int rr = mdf_h5_reserve(w->file, w->path, (int64_t)1 << 18);
+    if (rr)
+        return mdf_error_set(err, MDF_ERR_IO, "cannot create the HDF5 structure file '%s': %s: free disk space or "
+                             "write it to another path", w->path, strerror(rr));
     hid_t g = H5Gcreate2(w->file, "structures", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     int one = 1;
     if (g < 0 || mdf_h5_attr_string(g, "format", "mdflow-structures") < 0 ||
@@ -371,8 +377,13 @@ mdf_status mdf_h5s_open(const char *path, const mdf_h5_options *o, mdf_h5s_write
     w->writable = 1;
     mdf_h5_lock();
     struct stat st;
-    mdf_status s = (w->opt.append && stat(path, &st) == 0) ? open_existing(w, err) : create_file(w, err);
-    if (s != MDF_OK) free_writer(w);
+    int existing = w->opt.append && stat(path, &st) == 0;
+    mdf_status s = existing ? open_existing(w, err) : create_file(w, err);
+    if (s != MDF_OK) {
+        int made = !existing && w->file >= 0; /* created here, it holds nothing: no unreadable stub left behind */
+        free_writer(w);
+        if (made) unlink(path);
+    }
     mdf_h5_unlock();
     if (s == MDF_OK) *out = w;
     return s;
@@ -465,7 +476,7 @@ mdf_status mdf_h5s_append(mdf_h5s_writer *w, const mdf_snapshot *snap, int64_t f
         return mdf_error_set(err, MDF_ERR_IO,
                              "HDF5 file '%s': no room for systems %lld to %lld (%s); nothing was written, the file "
                              "keeps the %lld systems appended before: free disk space (or raise the quota or file "
-                             "size limit) and resume",
+                             "size limit), then run again or resume from a checkpoint",
                              w->path, (long long)nsys0, (long long)(nsys0 + count - 1), strerror(rr),
                              (long long)nsys0);
     }

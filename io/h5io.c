@@ -3,7 +3,7 @@
  * Debian's libhdf5 (1.10, serial) is not thread-safe: every HDF5 call of
  * mdflow runs under one process-wide mutex (recursive, so that helpers may
  * lock again). HDF5's own printing of its error stack is switched off the
- * first time the lock is taken; failures become mdf_error messages that name
+ * first time each thread takes the lock; failures become mdf_error messages that name
  * the file, the dataset and what to do, with the lowest-level HDF5 message
  * (which carries errno for system errors) appended. */
 #define _GNU_SOURCE
@@ -22,13 +22,26 @@
 #include "h5_internal.h"
 
 static pthread_mutex_t h5_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
-static int h5_quiet;
+static int h5_started;
+/* Debian's libhdf5 is built thread-safe: the error-printing switch is per
+ * thread, so each thread (StarPU workers run the sinks' writes) turns it off
+ * on its first lock; before, a worker's failed write printed HDF5's whole
+ * stack on stderr. */
+static __thread int h5_quiet;
 
 void mdf_h5_lock(void)
 {
     pthread_mutex_lock(&h5_mutex);
-    if (!h5_quiet) {
+    if (!h5_started) {
+        /* No HDF5 cleanup at exit: every file mdflow opens is closed by
+         * mdflow, and one whose close failed (a full disk) stays in HDF5's
+         * list, where the cleanup's second try crashed (status 139 after
+         * the right message). Must precede the library's start. */
+        H5dont_atexit();
         H5open();
+        h5_started = 1;
+    }
+    if (!h5_quiet) {
         H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
         h5_quiet = 1;
     }
@@ -149,12 +162,13 @@ int mdf_h5_reserve(hid_t file, const char *path, int64_t bytes)
 
 void mdf_h5_append_failed(mdf_status st, mdf_error *err, long long kept, const char *unit)
 {
-    if (st != MDF_ERR_IO || !err) return;
+    /* a message that already says what to do (no room reserved) stays as it is */
+    if (st != MDF_ERR_IO || !err || strstr(err->message, "free disk space")) return;
     char inner[MDF_ERROR_MESSAGE_MAX];
     snprintf(inner, sizeof inner, "%s", err->message);
     mdf_error_set(err, st,
                   "%s; the file keeps the %lld %s appended before: free disk space (or raise the quota or file "
-                  "size limit) and resume",
+                  "size limit), then run again or resume from a checkpoint",
                   inner, kept, unit);
 }
 

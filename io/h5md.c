@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "h5io.h"
 #include "h5_internal.h"
@@ -44,6 +45,7 @@ typedef struct h5file {
     hid_t order;      /* /mdflow/write_order */
     int64_t nrows;    /* rows of write_order */
     int64_t last_use;
+    int64_t need;     /* bytes an append will write here (its reservation) */
 } h5file;
 
 typedef struct h5sys {
@@ -452,6 +454,11 @@ static mdf_status create_file(mdf_h5md_writer *w, h5file *f, int swmr, mdf_error
                            "cannot create the H5MD file '%s' (is it open in another program? is the disk full?)",
                            f->path);
     f->last_use = ++w->clock;
+    /* room for the skeleton before creating it (see mdf_h5_reserve) */
+    int rr = mdf_h5_reserve(f->fid, f->path, (int64_t)1 << 18);
+    if (rr)
+        return mdf_error_set(err, MDF_ERR_IO, "cannot create the H5MD file '%s': %s: free disk space or write it "
+                             "to another path", f->path, strerror(rr));
     if (create_skeleton(w, f->fid) < 0)
         return mdf_h5_fail(err, MDF_ERR_IO, "H5MD file '%s': cannot create the /h5md, /particles, /observables and "
                            "/mdflow groups", f->path);
@@ -741,7 +748,10 @@ mdf_status mdf_h5md_open(const char *path, const mdf_h5_options *o, mdf_h5md_wri
         struct stat sb;
         if (!w->single) st = mdf_error_set(err, MDF_ERR_NOMEM, "out of memory");
         else if (w->opt.append && stat(path, &sb) == 0) st = open_existing(w, err);
-        else st = create_file(w, w->single, 1, err);
+        else if ((st = create_file(w, w->single, 1, err)) != MDF_OK && w->single->fid >= 0) {
+            file_close(w, w->single);
+            unlink(path); /* created here, it holds nothing: no unreadable stub left behind */
+        }
     }
     if (st != MDF_OK) free_writer(w);
     else *out = w;
@@ -755,6 +765,22 @@ int64_t mdf_h5md_length(const mdf_h5md_writer *w)
 }
 
 /* ---- appending ---------------------------------------------------------------------- */
+
+/* Disk space for the groups and datasets of n new systems (snapshot rows
+ * rows[0..n)) before any is created, as appends reserve theirs (see
+ * mdf_h5_reserve): a full disk in the middle of creating them left HDF5
+ * unable to flush or close the file. A system's groups take about 15 KiB. */
+static mdf_status reserve_systems(h5file *f, const mdf_snapshot *snap, const int64_t *rows, int64_t n,
+                                  mdf_error *err)
+{
+    int64_t need = (int64_t)1 << 18;
+    for (int64_t i = 0; i < n; i++) need += (64 << 10) + 12 * (snap->atom_ptr[rows[i] + 1] - snap->atom_ptr[rows[i]]);
+    int rr = mdf_h5_reserve(f->fid, f->path, need);
+    if (!rr) return MDF_OK;
+    return mdf_error_set(err, MDF_ERR_IO, "H5MD file '%s': no room to add %lld new systems (%s); nothing was written: "
+                         "free disk space (or raise the quota or file size limit), then run again or resume from "
+                         "a checkpoint", f->path, (long long)n, strerror(rr));
+}
 
 /* Makes the systems of snap [first, first + count) known, creating their
  * groups (and, in split mode, files). */
@@ -816,6 +842,7 @@ static mdf_status ensure_systems(mdf_h5md_writer *w, const mdf_snapshot *snap, i
             }
             limit_open_files(w);
             st = create_file(w, s->file, 0, err);
+            if (st == MDF_OK) st = reserve_systems(s->file, snap, &fresh[i], 1, err);
             if (st == MDF_OK) st = create_system(w, s->file->fid, s, snap, j, err);
             if (st == MDF_OK && H5Fstart_swmr_write(s->file->fid) < 0)
                 st = mdf_h5_fail(err, MDF_ERR_IO, "H5MD file '%s': cannot switch to SWMR writing", s->file->path);
@@ -829,6 +856,7 @@ static mdf_status ensure_systems(mdf_h5md_writer *w, const mdf_snapshot *snap, i
         f->fid = H5Fopen(f->path, H5F_ACC_RDWR, fapl);
         H5Pclose(fapl);
         if (f->fid < 0) st = mdf_h5_fail(err, MDF_ERR_IO, "cannot reopen the H5MD file '%s' to add systems", f->path);
+        if (st == MDF_OK) st = reserve_systems(f, snap, fresh, nfresh, err);
         for (int64_t i = 0; i < nfresh && st == MDF_OK; i++) {
             int64_t j = fresh[i], id = snap->id ? snap->id[j] : j;
             st = create_system(w, f->fid, find_sys(w, id), snap, j, err);
@@ -850,7 +878,9 @@ static mdf_status ensure_systems(mdf_h5md_writer *w, const mdf_snapshot *snap, i
             h5sys *s = find_sys(w, id);
             if (!s) continue;
             if (w->split && s->file) {
+                int made = s->file->fid >= 0; /* created by this call: it holds no frame */
                 file_close(w, s->file);
+                if (made) unlink(s->file->path);
                 free(s->file->path);
                 free(s->file);
             }
@@ -874,22 +904,32 @@ mdf_status mdf_h5md_append(mdf_h5md_writer *w, const mdf_snapshot *snap, int64_t
     mdf_h5_lock();
     mdf_status st = ensure_systems(w, snap, first, count, err);
     int64_t norder0 = w->norder;
-    /* disk space first, in every file this call writes (see mdf_h5_reserve) */
+    /* disk space first, in every file this call writes (see mdf_h5_reserve):
+     * per file, the sum over its systems of their frames and a fresh chunk of
+     * each of their datasets (one reservation per system fell short when a
+     * shared file got several systems' first chunks in one append) */
     for (int64_t j = first; j < first + count && st == MDF_OK; j++) {
         h5sys *s = find_sys(w, snap->id ? snap->id[j] : j);
         st = file_reopen(w, s->file, err);
-        if (st != MDF_OK) break;
+        if (st == MDF_OK) s->file->need = (1 << 18);
+    }
+    for (int64_t j = first; j < first + count && st == MDF_OK; j++) {
+        h5sys *s = find_sys(w, snap->id ? snap->id[j] : j);
         int64_t frames_per_chunk = w->opt.chunk_atoms / s->natoms;
         if (frames_per_chunk < 1) frames_per_chunk = 1;
         if (frames_per_chunk > w->opt.chunk_systems) frames_per_chunk = w->opt.chunk_systems;
-        int64_t need = count * (s->natoms * 72 + 200) + frames_per_chunk * (s->natoms * 72 + 72) + 6 * 256 * 8 +
-                       (1 << 18);
-        int rr = mdf_h5_reserve(s->file->fid, s->file->path, need);
+        s->file->need += s->natoms * 72 + 200 + frames_per_chunk * (s->natoms * 72 + 72) + 6 * 256 * 8;
+    }
+    for (int64_t j = first; j < first + count && st == MDF_OK; j++) {
+        h5sys *s = find_sys(w, snap->id ? snap->id[j] : j);
+        if (s->file->need == 0) continue; /* reserved already */
+        int rr = mdf_h5_reserve(s->file->fid, s->file->path, s->file->need);
+        s->file->need = 0;
         if (rr)
             st = mdf_error_set(err, MDF_ERR_IO,
                                "H5MD file '%s': no room for frames %lld to %lld (%s); nothing was written, the file "
                                "keeps the %lld frames appended before: free disk space (or raise the quota or file "
-                               "size limit) and resume",
+                               "size limit), then run again or resume from a checkpoint",
                                s->file->path, (long long)norder0, (long long)(norder0 + count - 1), strerror(rr),
                                (long long)norder0);
     }

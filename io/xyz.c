@@ -1213,8 +1213,8 @@ static void put_reals(strbuf *b, const double *v, int n)
 
 static mdf_status write_error(const char *name, int errnum, mdf_error *err)
 {
-    return mdf_error_set(err, MDF_ERR_IO, "cannot write '%s': %s (is the disk full?)", name,
-                         strerror(errnum ? errnum : EIO));
+    return mdf_error_set(err, MDF_ERR_IO, "cannot write '%s': %s: free disk space (or raise the quota) or write it "
+                         "to another path", name, strerror(errnum ? errnum : EIO));
 }
 
 /* Appends frame f's text to b (header line, comment line, one line per
@@ -1403,6 +1403,13 @@ mdf_status mdf_xyz_write(const char *path, const mdf_frame *frames, size_t n, in
                            strerror(errno));
     } else {
         st = write_and_close(fp, path, frames, n, err);
+        if (st == MDF_ERR_IO && err) { /* say what a failed write left */
+            char cause[MDF_ERROR_MESSAGE_MAX];
+            snprintf(cause, sizeof cause, "%s", err->message);
+            err->message[0] = '\0';
+            mdf_error_set(err, st, "%s (nothing was written to '%s': a file already there is unchanged)", cause,
+                          path);
+        }
         if (st == MDF_OK && rename(tmp, path) != 0)
             st = mdf_error_set(err, MDF_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path,
                                strerror(errno));

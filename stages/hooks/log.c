@@ -5,7 +5,8 @@
  * for the stage's systems and those that just converged (step: the stage's
  * step). The row collector hands over the rows of one step in batch order,
  * steps in order; each step's block is formatted into one buffer, written
- * once and flushed, so a crash leaves whole rows behind. The file is
+ * once (the stream is unbuffered), so a crash leaves whole rows behind, and
+ * a write a full disk cut is cut back to the last whole row. The file is
  * written as path + ".tmp" and renamed to path when the run ends, so a
  * reader never sees a half-written log under the final name.
  *
@@ -37,6 +38,7 @@ typedef struct log_impl {
     mdf_rows *rows;
     char *buf;                /* one step's block */
     int failed;               /* errno of the first failed write (0: none) */
+    int64_t bytes;            /* bytes of whole rows in the file */
     int resuming;             /* restore() asked begin() to continue the file ... */
     int64_t resume_at;        /* ... from this byte (the rows of the checkpoint) */
 } log_impl;
@@ -174,8 +176,14 @@ static void log_emit(void *user, int64_t step, const mdf_hook_row *rows, size_t 
     }
     size_t len = (size_t)(p - L->buf);
     errno = 0;
-    if (fwrite(L->buf, 1, len, L->fp) != len || fflush(L->fp) != 0) {
+    if (fwrite(L->buf, 1, len, L->fp) == len && fflush(L->fp) == 0) {
+        L->bytes += (int64_t)len;
+    } else {
         L->failed = errno ? errno : EIO;
+        /* a full disk cuts a write anywhere: drop the part of a row, so
+         * the file ends with whole rows (unbuffered: nothing is left to
+         * flush after the cut) */
+        if (ftruncate(fileno(L->fp), (off_t)L->bytes) != 0) { /* the error above is the one to report */ }
         mdf_run_fail(L->ctl, MDF_ERR_IO,
                      "writing the log '%s' failed at step %lld: %s (the rows so far are in '%s'; free disk space or "
                      "log to another path)", L->path, (long long)step, strerror(L->failed), L->tmp_path);
@@ -198,10 +206,12 @@ static mdf_status log_begin(mdf_hook *h, const mdf_hook_begin *b, mdf_error *err
         /* A resumed run: the rows up to the checkpoint stay, later ones go. */
         L->resuming = 0;
         L->fp = fopen(L->tmp_path, "r+");
+        if (L->fp) setvbuf(L->fp, NULL, _IONBF, 0); /* each step's block is one write() */
         if (!L->fp || ftruncate(fileno(L->fp), (off_t)L->resume_at) != 0 ||
             fseeko(L->fp, (off_t)L->resume_at, SEEK_SET) != 0)
             return mdf_error_set(err, MDF_ERR_IO, "cannot continue the log '%s' (opening '%s' at byte %lld: %s)",
                                  L->path, L->tmp_path, (long long)L->resume_at, strerror(errno));
+        L->bytes = L->resume_at;
         return mdf_rows_create(b->b, 1, h->every, b->window, log_emit, L, &L->rows, err);
     }
     L->fp = fopen(L->tmp_path, "w");
@@ -209,9 +219,11 @@ static mdf_status log_begin(mdf_hook *h, const mdf_hook_begin *b, mdf_error *err
         return mdf_error_set(err, MDF_ERR_IO,
                              "cannot write the log '%s' (opening '%s': %s); check that its directory exists and "
                              "is writable", L->path, L->tmp_path, strerror(errno));
+    setvbuf(L->fp, NULL, _IONBF, 0); /* each step's block is one write() */
     if (fputs(LOG_HEADER, L->fp) == EOF || fflush(L->fp) != 0)
         return mdf_error_set(err, MDF_ERR_IO, "cannot write the log '%s' (writing '%s': %s)", L->path, L->tmp_path,
                              strerror(errno));
+    L->bytes = (int64_t)strlen(LOG_HEADER);
     return mdf_rows_create(b->b, 1, h->every, b->window, log_emit, L, &L->rows, err);
 }
 
