@@ -9,6 +9,10 @@
  * file written by another build or version is refused with a clear error
  * instead of being misread.
  *
+ * The root's `checksum` is a CRC32C of every array (name, element size,
+ * count, bytes) in name order, checked on load: a damaged file is refused
+ * instead of resuming into another trajectory.
+ *
  * Writes are atomic: the file is built in memory (HDF5's core driver), then
  * written with write() as PATH.tmp, fsync'ed and renamed over PATH (and the
  * folder fsync'ed), so a kill during a checkpoint leaves the previous one
@@ -25,8 +29,9 @@
 #include "mdflow/batch.h"
 
 /* 2: mdf_sys_info.source (the sampler index of each system in flight)
- * 3: mdf_sys_info.nfrozen (counted again from the atoms' flags on load) */
-#define MDF_CKPT_LAYOUT 3
+ * 3: mdf_sys_info.nfrozen (counted again from the atoms' flags on load)
+ * 4: the `checksum` attribute (older checkpoints are refused: no checksum) */
+#define MDF_CKPT_LAYOUT 4
 
 /* ---- growable byte buffers --------------------------------------------------- */
 
@@ -56,6 +61,9 @@ char *mdf_bytes_get_str(mdf_bytes_in *in);
 /* A frame (every field, extra columns included) and its view, packed. */
 void mdf_ckpt_pack_frame(mdf_bytes *b, const mdf_frame *f, const mdf_system_view *v);
 mdf_status mdf_ckpt_unpack_frame(mdf_bytes_in *in, mdf_frame *f, mdf_system_view *v, mdf_error *err);
+
+/* CRC32C (Castagnoli) of n bytes, continuing crc (0 to start). */
+uint32_t mdf_crc32c(uint32_t crc, const void *data, size_t n);
 
 /* FNV-1a, 64 bits. */
 uint64_t mdf_hash(uint64_t h, const void *data, size_t n);

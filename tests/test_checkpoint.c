@@ -481,12 +481,95 @@ static void test_array_larger_than_file_refused(void **state)
     assert_non_null(strstr(err.message, "1099511627776 bytes"));
     tu_remove_tree(dir);
     free(ck);
+/* ---- checksums ------------------------------------------------------------------------ */
+
+static void put_file(const char *path, const unsigned char *p, size_t n)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(p, 1, n, fp), n);
+    assert_int_equal(fclose(fp), 0);
+}
+
+/* Where the bytes of `pat` (n bytes) start in a buffer; -1 if absent. */
+static long find_bytes(const unsigned char *hay, size_t nh, const unsigned char *pat, size_t n)
+{
+    for (size_t i = 0; i + n <= nh; i++)
+        if (!memcmp(hay + i, pat, n)) return (long)i;
+    return -1;
+}
+
+/* CRC32C's standard check value, then a checkpoint file whose bytes are
+ * changed one at a time: every change inside the stored arrays is refused
+ * with an error naming the file (before, 4 of 20 single-byte changes
+ * resumed silently into another trajectory), and a change anywhere in the
+ * file is either refused or left the arrays as written (a byte HDF5 does
+ * not read). */
+static void test_checksum_refuses_damage(void **state)
+{
+    (void)state;
+    assert_int_equal(mdf_crc32c(0, "123456789", 9), 0xE3069283u);
+    assert_int_equal(mdf_crc32c(mdf_crc32c(0, "1234", 4), "56789", 5), 0xE3069283u);
+    char *dir = tu_tmpdir();
+    char *ck = path_in(dir, "sum.h5");
+    enum { N = 4096 };
+    double *pos = malloc(N * sizeof *pos);
+    int64_t meta[5] = {1, 2, 3, 4, 5};
+    for (int i = 0; i < N; i++) pos[i] = 1.0 + 1e-3 * i;
+    mdf_ckpt *c = mdf_ckpt_new(ck);
+    TU_CALL(mdf_ckpt_put, c, "batch.pos", pos, sizeof(double), N);
+    TU_CALL(mdf_ckpt_put_i64, c, "run.meta", meta, 5);
+    TU_CALL(mdf_ckpt_write, c);
+    mdf_ckpt_free(c);
+    size_t n = 0;
+    unsigned char *good = slurp(ck, &n);
+    mdf_ckpt *back = NULL;
+    TU_CALL(mdf_ckpt_read, ck, &back);
+    mdf_ckpt_free(back);
+    long at = find_bytes(good, n, (const unsigned char *)pos, N * sizeof *pos);
+    assert_true(at > 0);
+    unsigned char *bad = malloc(n);
+    int refused = 0, same = 0;
+    uint64_t rng = 12345;
+    for (int k = 0; k < 200; k++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        /* the first 40 changes inside the positions, the rest anywhere */
+        size_t off = k < 40 ? (size_t)at + (size_t)(rng >> 33) % (N * sizeof *pos) : (size_t)(rng >> 33) % n;
+        memcpy(bad, good, n);
+        bad[off] ^= (unsigned char)(1u << (k % 8));
+        put_file(ck, bad, n);
+        mdf_error err;
+        mdf_error_clear(&err);
+        mdf_ckpt *r = NULL;
+        mdf_status st = mdf_ckpt_read(ck, &r, &err);
+        if (st != MDF_OK) {
+            if (!strstr(err.message, ck)) fail_msg("byte %zu: the error does not name the file: %s", off, err.message);
+            if (k < 40 && !strstr(err.message, "damaged")) fail_msg("byte %zu: %s", off, err.message);
+            refused++;
+            continue;
+        }
+        if (k < 40) fail_msg("byte %zu of the positions changed and the checkpoint was read", off);
+        size_t m = 0;
+        const double *p = mdf_ckpt_get(r, "batch.pos", sizeof(double), N, &m, NULL);
+        const int64_t *q = mdf_ckpt_get(r, "run.meta", sizeof(int64_t), 5, &m, NULL);
+        if (!p || !q || memcmp(p, pos, N * sizeof *pos) || memcmp(q, meta, sizeof meta))
+            fail_msg("byte %zu changed the arrays read without an error", off);
+        same++;
+        mdf_ckpt_free(r);
+    }
+    printf("  200 single-bit changes: %d refused, %d left the arrays as written\n", refused, same);
+    free(bad);
+    free(good);
+    free(pos);
+    free(ck);
+    tu_remove_tree(dir);
     free(dir);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_checksum_refuses_damage),
         cmocka_unit_test(test_refusals_and_atomic_writes),
         cmocka_unit_test(test_array_larger_than_file_refused),
         cmocka_unit_test(test_resume_bitwise_eager_1cpu),
