@@ -114,6 +114,29 @@ done
 workflow e
 run "$MDFLOW" run --resume e.yaml
 expect_error "--resume before any checkpoint" "e.h5" "no checkpoint"
+# Killed before its first checkpoint while creating its snapshot file: a
+# stub of 108 bytes nobody can open. --resume says there is no checkpoint
+# (before, it blamed the snapshot file).
+sed 's/^output: {/output: {snapshots: stub.snap.h5, /; s/e\.h5/stub.h5/' e.yaml >stub.yaml
+head -c 108 alone2.h5 >stub.snap.h5
+run "$MDFLOW" run --resume stub.yaml
+expect_error "--resume after a kill before the first checkpoint (a 108-byte snapshot stub)" "stub.yaml:10" \
+    "no checkpoint 'stub.h5'" "without --resume"
+# Real kills within the first 0.3 s: resuming either works or says there is no checkpoint.
+sed 's/^output: {/output: {snapshots: early.snap.h5, converged: early.relaxed.h5, /; s/e\.h5/early.h5/' e.yaml >early.yaml
+bad=""
+for d in 0.05 0.1 0.15 0.2 0.3; do
+    rm -f early.h5 early.h5.tmp early.snap.h5 early.relaxed.h5 early.xyz early.*.csv early.*.csv.tmp
+    "$MDFLOW" run early.yaml >/dev/null 2>&1 &
+    pid=$!
+    sleep "$d"
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    run "$MDFLOW" run --resume early.yaml
+    if [ "$rc" -ne 0 ] && ! grep -F "no checkpoint 'early.h5'" "$T/stderr" >/dev/null; then bad="$bad $d s: $(head -c 200 "$T/stderr");"; fi
+done
+if [ -z "$bad" ]; then pass "killed within 0.3 s of the start: --resume works or says there is no checkpoint (5 kills)"
+else fail "killed early: --resume works or says there is no checkpoint" "$bad"; fi
 sed '/^checkpoint:/d' e.yaml >nockpt.yaml
 run "$MDFLOW" run --resume nockpt.yaml
 expect_error "--resume of a workflow without checkpoint" "nockpt.yaml" "--resume needs" "checkpoint:"

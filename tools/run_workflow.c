@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "runner.h"
 #include "workflow.h"
@@ -671,6 +672,25 @@ static mdf_status run_sequential(const mdf_workflow *wf, run_state *rs, mdf_stag
     return st;
 }
 
+/* --resume needs the checkpoint itself: said before the outputs are opened
+ * to be continued, or a run killed before its first checkpoint (which can
+ * leave a snapshot file cut short at creation) got an error blaming that
+ * file instead of "there is no checkpoint". Checkpoints are renamed into
+ * place only when complete, so one that exists is whole. */
+static mdf_status check_resumable(const mdf_workflow *wf, mdf_error *err)
+{
+    struct stat sb;
+    if (stat(wf->checkpoint, &sb) == 0) return MDF_OK;
+    int e = errno;
+    char tmp[WF_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", wf->checkpoint);
+    int partial = stat(tmp, &sb) == 0;
+    return mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: --resume: there is no checkpoint '%s' to resume from (%s): "
+                         "the run stopped before its first checkpoint%s; run without --resume to start afresh",
+                         wf->path, wf->checkpoint_line, wf->checkpoint, strerror(e),
+                         partial ? " (its unfinished write, '.tmp', is not used)" : "");
+}
+
 mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
 {
     run_state rs;
@@ -688,6 +708,7 @@ mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: --sequential takes no checkpoints (they belong to inflight "
                            "runs): remove the checkpoint key or run without --sequential", wf->path,
                            wf->checkpoint_line);
+    if (st == MDF_OK && wf->resume) st = check_resumable(wf, err);
     if (st == MDF_OK) st = prepare(wf, &rs, err);
     if (st == MDF_OK) {
         rs.col.exit_status = wf->sequential ? wf->ncomp : mdf_stage_exit_status(rs.stage);
