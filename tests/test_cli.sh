@@ -1,8 +1,9 @@
 #!/bin/sh
 # mdflow — tests of the command-line program: usage, a small valid run (output
 # frames, thermo log, summary), the error message and exit status for each kind
-# of bad input, that a failing run loses nothing already written, and the
-# default workload.
+# of bad input, outputs equal to the input or to each other (refused before
+# the run), that a failing run loses nothing already written, and the default
+# workload.
 #
 # Run by automake's harness from the build tree with MDF_TEST_SRCDIR and
 # MDF_TEST_BUILDDIR set; also runs by hand from a build directory.
@@ -501,6 +502,24 @@ if grep -F 'max(rc' "$T/stdout" >/dev/null && grep -F 'constant volume' "$T/stdo
 else
     fail "md --help documents the mixed cutoff and npt on non-periodic systems"; show stdout "$T/stdout"
 fi
+
+# ---- 6b. outputs that are inputs or each other: refused before the run ---------------
+cp in.xyz same.xyz
+before=$(cksum <same.xyz)
+run md --input same.xyz --log same.xyz
+expect_error "--log = --input" 2 "--log 'same.xyz'" "--input 'same.xyz'" "same file" "overwrite its input"
+run md --input same.xyz --output ./same.xyz
+expect_error "--output = --input (another spelling)" 2 "--output './same.xyz'" "--input 'same.xyz'" "same file"
+mkdir -p sub
+ln -sf ../same.xyz sub/link.xyz
+run md --input sub/link.xyz --thermo-file same.xyz
+expect_error "--thermo-file = --input through a link" 2 "--thermo-file" "--input 'sub/link.xyz'" "same file"
+run md --input same.xyz --output both.xyz --log both.xyz
+expect_error "--output = --log" 2 "--log 'both.xyz'" "--output 'both.xyz'" "each output would overwrite the other"
+run "$MDFLOW" relax --input same.xyz --output same.xyz
+expect_error "relax --output = --input" 2 "--output 'same.xyz'" "--input 'same.xyz'"
+if [ "$(cksum <same.xyz)" = "$before" ] && [ ! -e both.xyz ]; then pass "the input is untouched and nothing was written"
+else fail "the input is untouched and nothing was written" "$(ls -l same.xyz both.xyz 2>&1)"; fi
 
 # ---- 7. the default workload -------------------------------------------------------
 # MDFLOW_DATA points nowhere: the dataset is found through the compiled-in paths.

@@ -4,7 +4,8 @@
 # writes every system in input order with status 2; --sequential (static
 # batches, stages in sequence) follows the same trajectories; a single stage; --check;
 # max_steps too small still writes every id; each kind of error names the
-# workflow file and the right line and exits 2; a system larger than the
+# workflow file and the right line and exits 2 (outputs equal to an input,
+# the workflow file or another output among them); a system larger than the
 # sampler's budget is named; the built-in default finishes within 60 s and
 # its final frames' virials match ASE's.
 #
@@ -333,6 +334,28 @@ run "$MDFLOW" run "$T/no-such-workflow.yaml"
 expect_error "workflow file missing" nonzero "$T/no-such-workflow.yaml"
 run "$MDFLOW" run wf.yaml extra.yaml
 expect_error "two workflow files" 2 "extra.yaml"
+
+# Outputs that are inputs or each other: refused before the run, naming both.
+before=$(cksum <clusters.xyz)
+variant ck-input 's/^seed: 3/seed: 3\ncheckpoint: {path: clusters.xyz, every: 10}/'
+run "$MDFLOW" run ck-input.yaml
+expect_error "checkpoint.path = the input" 2 "ck-input.yaml:27:" "checkpoint.path 'clusters.xyz'" \
+    "input 'clusters.xyz'" "same file" "overwrite its input"
+cp clusters.xyz in.h5
+variant snap-input 's/^input: .*/input: in.h5/; s/out.xyz, /out.xyz, snapshots: .\/in.h5, /'
+run "$MDFLOW" run snap-input.yaml
+expect_error "output.snapshots = an HDF5 input" 2 "snap-input.yaml:22:" "output.snapshots './in.h5'" "input" \
+    "same file"
+variant wfself 's/out.xyz/wfself.yaml/'
+run "$MDFLOW" run wfself.yaml
+expect_error "output.structures = the workflow file" 2 "wfself.yaml:22:" "output.structures 'wfself.yaml'" \
+    "the workflow file"
+variant log-out 's/out.xyz/run.md.csv/'
+run "$MDFLOW" run log-out.yaml
+expect_error "output.log of a stage = output.structures" 2 "log-out.yaml:22:" "output.log (stage md) 'run.md.csv'" \
+    "output.structures 'run.md.csv'" "each output would overwrite the other"
+if [ "$(cksum <clusters.xyz)" = "$before" ] && grep -q '^input:' wfself.yaml; then pass "inputs untouched by the refused runs"
+else fail "inputs untouched by the refused runs"; fi
 
 # ---- 5. a system larger than the sampler's budget -------------------------------------
 variant budget '21s/max_atoms: 30/max_atoms: 15/; s/out.xyz/budget.xyz/'

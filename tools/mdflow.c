@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "paths.h"
 #include "runner.h"
 #include "workflow.h"
 #include "mdflow/mdflow.h"
@@ -557,11 +558,23 @@ static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf
     return st;
 }
 
+/* The command's files, before anything runs: outputs distinct from the
+ * input and from each other. */
+static mdf_status check_files(const md_options *o, mdf_error *err)
+{
+    const path_role roles[] = {{"--input", o->input, 0, 0},
+                               {"--output", o->output, 1, 0},
+                               {"--log", o->log_file, 1, 0},
+                               {"--thermo-file", o->cmd == CMD_MD ? o->thermo_file : NULL, 1, 0}};
+    return paths_check_distinct(NULL, roles, sizeof roles / sizeof roles[0], err);
+}
+
 static mdf_status run_command(md_options *o, mdf_error *err)
 {
     mdf_frame_list frames;
     mdf_frame_list_init(&frames);
-    mdf_status st = mdf_xyz_read(o->input, &frames, err);
+    mdf_status st = check_files(o, err);
+    if (st == MDF_OK) st = mdf_xyz_read(o->input, &frames, err);
     if (st == MDF_OK && frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s holds no structure", o->input);
     if (st == MDF_OK) st = lj_from_options(o, &frames, err);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include "paths.h"
 #include "runner.h"
 #include "workflow.h"
 
@@ -672,6 +673,28 @@ static mdf_status run_sequential(const mdf_workflow *wf, run_state *rs, mdf_stag
     return st;
 }
 
+/* The workflow's files, before anything runs: outputs distinct from the
+ * input, the workflow file and each other. */
+static mdf_status check_files(const mdf_workflow *wf, mdf_error *err)
+{
+    static char logs[WF_MAX_STAGES][WF_PATH_MAX + WF_NAME_MAX + 2];
+    static char what[WF_MAX_STAGES][WF_NAME_MAX + 32];
+    path_role roles[6 + WF_MAX_STAGES] = {{"the workflow file", wf->path, 0, 0},
+                                          {"input", wf->input, 0, wf->input_line},
+                                          {"output.structures", wf->structures, 1, wf->output_line},
+                                          {"output.snapshots", wf->snapshots, 1, wf->output_line},
+                                          {"output.converged", wf->converged, 1, wf->output_line},
+                                          {"checkpoint.path", wf->checkpoint, 1, wf->checkpoint_line}};
+    size_t n = 6;
+    for (int k = 0; *wf->log && k < wf->ncomp; k++) {
+        wf_log_path(wf, k, logs[k], sizeof logs[k]);
+        if (wf->ncomp > 1) snprintf(what[k], sizeof what[k], "output.log (stage %s)", wf->stages[wf->comp[k]].name);
+        else snprintf(what[k], sizeof what[k], "output.log");
+        roles[n++] = (path_role){what[k], logs[k], 1, wf->output_line};
+    }
+    return paths_check_distinct(wf->path, roles, n, err);
+}
+
 /* --resume needs the checkpoint itself: said before the outputs are opened
  * to be continued, or a run killed before its first checkpoint (which can
  * leave a snapshot file cut short at creation) got an error blaming that
@@ -708,6 +731,7 @@ mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: --sequential takes no checkpoints (they belong to inflight "
                            "runs): remove the checkpoint key or run without --sequential", wf->path,
                            wf->checkpoint_line);
+    if (st == MDF_OK) st = check_files(wf, err);
     if (st == MDF_OK && wf->resume) st = check_resumable(wf, err);
     if (st == MDF_OK) st = prepare(wf, &rs, err);
     if (st == MDF_OK) {
