@@ -1,9 +1,9 @@
 #!/bin/sh
 # mdflow — tests of the command-line program: usage, a small valid run (output
 # frames, thermo log, summary), the error message and exit status for each kind
-# of bad input, outputs equal to the input or to each other (refused before
-# the run), that a failing run loses nothing already written, and the default
-# workload.
+# of bad input, outputs equal to the input or to each other and outputs that
+# cannot be written (both refused before the run), that a failing run loses
+# nothing already written, and the default workload.
 #
 # Run by automake's harness from the build tree with MDF_TEST_SRCDIR and
 # MDF_TEST_BUILDDIR set; also runs by hand from a build directory.
@@ -520,6 +520,27 @@ run "$MDFLOW" relax --input same.xyz --output same.xyz
 expect_error "relax --output = --input" 2 "--output 'same.xyz'" "--input 'same.xyz'"
 if [ "$(cksum <same.xyz)" = "$before" ] && [ ! -e both.xyz ]; then pass "the input is untouched and nothing was written"
 else fail "the input is untouched and nothing was written" "$(ls -l same.xyz both.xyz 2>&1)"; fi
+
+# ---- 6c. outputs that cannot be written: found before the run --------------------------
+run md --input in.xyz --steps 20000 --output nodir/out.xyz --thermo 1
+expect_error "--output in a missing folder" 1 "--output 'nodir/out.xyz'" "folder 'nodir' does not exist" \
+    "checked before the run"
+if ! grep -q PotEng "$T/stdout"; then pass "--output in a missing folder: refused before the first step"
+else fail "--output in a missing folder: refused before the first step" "thermo rows were printed"; fi
+run md --input in.xyz --log sub
+expect_error "--log naming a folder" 1 "--log 'sub'" "is a folder"
+# A read-only folder (root writes through permissions: a read-only mount then).
+mkdir -p ro
+if [ "$(id -u)" != 0 ]; then chmod 555 ro; ro=perm
+elif mount -t tmpfs -o ro,size=16k tmpfs ro 2>/dev/null; then ro=mount
+else ro=; fi
+if [ -n "$ro" ]; then
+    run "$MDFLOW" relax --input in.xyz --output ro/out.xyz
+    expect_error "--output in a read-only folder ($ro)" 1 "--output 'ro/out.xyz'" "folder 'ro' is not writable"
+    if [ "$ro" = mount ]; then umount ro; else chmod 755 ro; fi
+else
+    echo "# (read-only folder case skipped: cannot make one here)"
+fi
 
 # ---- 7. the default workload -------------------------------------------------------
 # MDFLOW_DATA points nowhere: the dataset is found through the compiled-in paths.

@@ -5,7 +5,8 @@
 # batches, stages in sequence) follows the same trajectories; a single stage; --check;
 # max_steps too small still writes every id; each kind of error names the
 # workflow file and the right line and exits 2 (outputs equal to an input,
-# the workflow file or another output among them); a system larger than the
+# the workflow file or another output, and outputs that cannot be written,
+# among them); a system larger than the
 # sampler's budget is named; the built-in default finishes within 60 s and
 # its final frames' virials match ASE's.
 #
@@ -356,6 +357,19 @@ expect_error "output.log of a stage = output.structures" 2 "log-out.yaml:22:" "o
     "output.structures 'run.md.csv'" "each output would overwrite the other"
 if [ "$(cksum <clusters.xyz)" = "$before" ] && grep -q '^input:' wfself.yaml; then pass "inputs untouched by the refused runs"
 else fail "inputs untouched by the refused runs"; fi
+
+# An output that cannot be written is found before the run (it was found
+# after it, the steps lost).
+variant unwritable 's/out.xyz/nodir\/out.xyz/; s/log: run.csv/log: unw.csv/'
+run "$MDFLOW" run unwritable.yaml
+expect_error "output.structures in a missing folder" 1 "unwritable.yaml:22:" "output.structures 'nodir/out.xyz'" \
+    "folder 'nodir' does not exist" "checked before the run"
+if [ ! -e unw.relax.csv.tmp ] && [ ! -e unw.relax.csv ]; then pass "output in a missing folder: nothing ran (no log begun)"
+else fail "output in a missing folder: nothing ran" "$(ls unw.* 2>&1)"; fi
+variant unwritable-ck 's/^seed: 3/seed: 3\ncheckpoint: {path: nodir\/ck.h5, every: 10}/'
+run "$MDFLOW" run unwritable-ck.yaml
+expect_error "checkpoint.path in a missing folder" 1 "unwritable-ck.yaml:27:" "checkpoint.path 'nodir/ck.h5'" \
+    "does not exist"
 
 # ---- 5. a system larger than the sampler's budget -------------------------------------
 variant budget '21s/max_atoms: 30/max_atoms: 15/; s/out.xyz/budget.xyz/'

@@ -559,14 +559,17 @@ static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf
 }
 
 /* The command's files, before anything runs: outputs distinct from the
- * input and from each other. */
+ * input and from each other, and writable. */
 static mdf_status check_files(const md_options *o, mdf_error *err)
 {
     const path_role roles[] = {{"--input", o->input, 0, 0},
                                {"--output", o->output, 1, 0},
                                {"--log", o->log_file, 1, 0},
                                {"--thermo-file", o->cmd == CMD_MD ? o->thermo_file : NULL, 1, 0}};
-    return paths_check_distinct(NULL, roles, sizeof roles / sizeof roles[0], err);
+    size_t n = sizeof roles / sizeof roles[0];
+    mdf_status st = paths_check_distinct(NULL, roles, n, err);
+    if (st == MDF_OK) st = paths_check_writable(NULL, roles, n, err);
+    return st;
 }
 
 static mdf_status run_command(md_options *o, mdf_error *err)

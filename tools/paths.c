@@ -93,11 +93,62 @@ static mdf_status check_pair(const char *where, const path_role *a, const path_r
                          out->what);
 }
 
+static mdf_status unwritable(const char *where, const path_role *r, const char *why, mdf_error *err)
+{
+    char at[P_MAX];
+    prefix(where, r->line, at, sizeof at);
+    return mdf_error_set(err, MDF_ERR_IO, "%s%s '%s' cannot be written: %s (checked before the run, so no step is "
+                         "lost)", at, r->what, r->path, why);
+}
+
+static mdf_status check_writable(const char *where, const path_role *r, mdf_error *err)
+{
+    char dir[P_MAX], why[P_MAX + 128];
+    struct stat sb;
+    int pattern = strstr(r->path, "{id}") != NULL;
+    if (!pattern && stat(r->path, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode)) return unwritable(where, r, "it is a folder: give a file name", err);
+        if (access(r->path, W_OK) != 0) {
+            snprintf(why, sizeof why, "%s: make it writable or give another path", strerror(errno));
+            return unwritable(where, r, why, err);
+        }
+    } else if (!pattern && errno != ENOENT) {
+        snprintf(why, sizeof why, "%s: give another path", strerror(errno));
+        return unwritable(where, r, why, err);
+    }
+    folder_of(r->path, dir, sizeof dir);
+    if (strstr(dir, "{id}")) return MDF_OK; /* folders per system: made by the user, checked when written */
+    if (stat(dir, &sb) != 0) {
+        snprintf(why, sizeof why, "its folder '%s' does not exist (%s): create it or give another path", dir,
+                 strerror(errno));
+        return unwritable(where, r, why, err);
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        snprintf(why, sizeof why, "'%s' is not a folder: give another path", dir);
+        return unwritable(where, r, why, err);
+    }
+    /* the writers create a temporary file next to it and rename it */
+    if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(why, sizeof why, "its folder '%s' is not writable (%s): make it writable or give another path",
+                 dir, strerror(errno));
+        return unwritable(where, r, why, err);
+    }
+    return MDF_OK;
+}
+
 mdf_status paths_check_distinct(const char *where, const path_role *roles, size_t n, mdf_error *err)
 {
     mdf_status st = MDF_OK;
     for (size_t i = 0; st == MDF_OK && i < n; i++)
         for (size_t j = i + 1; st == MDF_OK && j < n; j++)
             if (given(&roles[i]) && given(&roles[j])) st = check_pair(where, &roles[i], &roles[j], err);
+    return st;
+}
+
+mdf_status paths_check_writable(const char *where, const path_role *roles, size_t n, mdf_error *err)
+{
+    mdf_status st = MDF_OK;
+    for (size_t i = 0; st == MDF_OK && i < n; i++)
+        if (given(&roles[i]) && roles[i].output) st = check_writable(where, &roles[i], err);
     return st;
 }

@@ -674,7 +674,7 @@ static mdf_status run_sequential(const mdf_workflow *wf, run_state *rs, mdf_stag
 }
 
 /* The workflow's files, before anything runs: outputs distinct from the
- * input, the workflow file and each other. */
+ * input, the workflow file and each other, and writable. */
 static mdf_status check_files(const mdf_workflow *wf, mdf_error *err)
 {
     static char logs[WF_MAX_STAGES][WF_PATH_MAX + WF_NAME_MAX + 2];
@@ -692,7 +692,9 @@ static mdf_status check_files(const mdf_workflow *wf, mdf_error *err)
         else snprintf(what[k], sizeof what[k], "output.log");
         roles[n++] = (path_role){what[k], logs[k], 1, wf->output_line};
     }
-    return paths_check_distinct(wf->path, roles, n, err);
+    mdf_status st = paths_check_distinct(wf->path, roles, n, err);
+    if (st == MDF_OK) st = paths_check_writable(wf->path, roles, n, err);
+    return st;
 }
 
 /* --resume needs the checkpoint itself: said before the outputs are opened
