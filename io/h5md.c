@@ -910,8 +910,7 @@ mdf_status mdf_h5md_append(mdf_h5md_writer *w, const mdf_snapshot *snap, int64_t
      * shared file got several systems' first chunks in one append) */
     for (int64_t j = first; j < first + count && st == MDF_OK; j++) {
         h5sys *s = find_sys(w, snap->id ? snap->id[j] : j);
-        st = file_reopen(w, s->file, err);
-        if (st == MDF_OK) s->file->need = (1 << 18);
+        s->file->need = 1 << 18; /* metadata */
     }
     for (int64_t j = first; j < first + count && st == MDF_OK; j++) {
         h5sys *s = find_sys(w, snap->id ? snap->id[j] : j);
@@ -923,6 +922,8 @@ mdf_status mdf_h5md_append(mdf_h5md_writer *w, const mdf_snapshot *snap, int64_t
     for (int64_t j = first; j < first + count && st == MDF_OK; j++) {
         h5sys *s = find_sys(w, snap->id ? snap->id[j] : j);
         if (s->file->need == 0) continue; /* reserved already */
+        st = file_reopen(w, s->file, err);
+        if (st != MDF_OK) break;
         int rr = mdf_h5_reserve(s->file->fid, s->file->path, s->file->need);
         s->file->need = 0;
         if (rr)
