@@ -46,7 +46,9 @@ cflags=(-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-
         -DMDF_PKGDATADIR=\"/nonexistent\" -DMDF_SRCDIR=\"$top\")
 pc=$(cd "$build" && sed -n 's/^STARPU_CFLAGS = //p; s/^HDF5_CFLAGS = //p; s/^YAML_CFLAGS = //p' Makefile | tr '\n' ' ')
 libs=$(cd "$build" && sed -n 's/^STARPU_LIBS = //p; s/^HDF5_LIBS = //p; s/^YAML_LIBS = //p' Makefile | tr '\n' ' ')
-tools=("$top"/tools/cli.c "$top"/tools/runner.c "$top"/tools/workflow.c "$top"/tools/run_workflow.c)
+# The program's sources but its main (Makefile.am's MDF_TOOLS).
+mapfile -t tools < <(sed -n '/^MDF_TOOLS = /,/[^\\]$/p' "$top/Makefile.am" | tr ' \t\\' '\n\n\n' |
+  grep '^tools/.*\.c$' | sed "s|^|$top/|")
 for t in "${targets[@]}"; do
   src=$top/tests/fuzz/fuzz_$t.c
   [ -f "$src" ] || die "no target $t ($src)"

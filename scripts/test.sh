@@ -39,7 +39,7 @@ if [ "$cuda" = 1 ]; then
 fi
 cd "$build"
 rm -f tests/*.trs tests/*.log
-make -j"$(nproc)" check >/dev/null 2>&1
+make -j"$(nproc)" check >check.log 2>&1
 status=$?
 # Every test program the source tree has must be in the suite, and every
 # test of the suite must have run: one missing counts as failed, so a
@@ -66,6 +66,11 @@ for t in $expected; do
        [ -f "$t.log" ] && sed 's/^/    /' "$t.log" ;;
   esac
 done
+# A program that did not run was most often not built: say why.
+if grep -q '^NOT RUN' <<<"$(for t in $expected; do [ -f "$t.trs" ] || echo "NOT RUN"; done)"; then
+  echo "some test programs did not run; the errors of make check ($(pwd)/check.log):"
+  grep -E 'error|Error [0-9]' check.log | head -n 20 | sed 's/^/    /'
+fi
 # cmocka's own counts, for the record.
 cases=$(grep -h '^\[  PASSED  \]' tests/*.log 2>/dev/null | awk '{s += $4} END {print s + 0}')
 echo "test cases passed inside the programs: $cases"

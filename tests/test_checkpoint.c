@@ -481,6 +481,9 @@ static void test_array_larger_than_file_refused(void **state)
     assert_non_null(strstr(err.message, "1099511627776 bytes"));
     tu_remove_tree(dir);
     free(ck);
+    free(dir);
+}
+
 /* ---- checksums ------------------------------------------------------------------------ */
 
 static void put_file(const char *path, const unsigned char *p, size_t n)
