@@ -228,6 +228,29 @@ __device__ static inline void mdf_seg_total(const mdf_seg_parts p, int32_t s, co
 /* Launch shape of a per-atom kernel over [a_lo, a_hi) that uses mdf_seg_block. */
 static inline unsigned mdf_seg_grid(int32_t a_lo, int32_t a_hi) { return (unsigned)mdf_seg_nblocks(a_lo, a_hi); }
 
+/* The system of shard atom a among systems [s_lo, s_hi), which are
+ * contiguous and in atom order (CSR): the last one starting at or before a,
+ * or -1 when a lies in none of them. For kernels of tasks that have no atom
+ * records to read it from (convergence, hooks, optimisers, big binning). */
+__device__ static inline int32_t mdf_sys_of_atom(const mdf_sys_info *sys, int32_t s_lo, int32_t s_hi, int32_t a)
+{
+    if (s_hi <= s_lo) return -1;
+    int32_t lo = s_lo, hi = s_hi - 1;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo + 1) / 2;
+        if (sys[mid].atom_start <= a) lo = mid;
+        else hi = mid - 1;
+    }
+    const mdf_sys_info *si = &sys[lo];
+    return (a >= si->atom_start && a - si->atom_start < si->natoms) ? lo : -1;
+}
+
+/* Reports a failed CUDA runtime call the way StarPU's CUDA codelets do. */
+static inline void mdf_cuda_try(cudaError_t e)
+{
+    if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
+}
+
 /* Reports a failed launch the way StarPU's CUDA codelets do. */
 static inline void mdf_cuda_check_launch(void)
 {

@@ -13,34 +13,14 @@
 #include "converge_codelet.h"
 #include "../common/mdf_cuda_util.cuh"
 
-static void converge_try(cudaError_t e)
-{
-    if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
-}
-
-/* System of shard atom a (0 <= a < the shard's atoms): the last system that
- * starts at or before a. Systems are contiguous and in order (CSR), so that
- * is the one holding a, also when systems without atoms sit next to it. The
- * task has no atom records to read it from. */
-__device__ static int32_t converge_sys_of_atom(const mdf_sys_info *sys, int32_t nsys, int32_t a)
-{
-    int32_t lo = 0, hi = nsys - 1;
-    while (lo < hi) {
-        const int32_t mid = lo + (hi - lo + 1) / 2;
-        if (sys[mid].atom_start <= a) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
-}
-
 __global__ void converge_atoms_kernel(const double *f, const mdf_sys_info *sys, mdf_converge_args a, mdf_seg_parts p)
 {
     const int32_t at = p.a_lo + (int32_t)blockIdx.x * MDF_SEG_BLOCK + (int32_t)threadIdx.x;
     const int in = at < p.a_hi;
-    const int32_t s = in ? converge_sys_of_atom(sys, a.nsys, at) : -1;
+    const int32_t s = in ? mdf_sys_of_atom(sys, 0, a.nsys, at) : -1;
     /* 0 (the CPU's starting maximum) for atoms of systems not checked */
     double n2[1] = {0.0};
-    if (in && mdf_converge_part_of(&a, &sys[s])) n2[0] = mdf_force_norm2(f + 3 * (size_t)at);
+    if (s >= 0 && mdf_converge_part_of(&a, &sys[s])) n2[0] = mdf_force_norm2(f + 3 * (size_t)at);
     mdf_seg_block<1, 1u>(n2, at, s, sys, p);
 }
 
@@ -70,7 +50,7 @@ extern "C" void mdf_converge_cuda(void *buffers[], void *cl_arg)
     mdf_sys_info *sys = (mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[1]);
     const int32_t natoms = a->work > 0 ? (int32_t)a->work : 0;
     mdf_seg_parts p;
-    converge_try(mdf_seg_alloc(&p, 1, 0, natoms, a->nsys, stream));
+    mdf_cuda_try(mdf_seg_alloc(&p, 1, 0, natoms, a->nsys, stream));
     if (p.nblocks > 0) {
         converge_atoms_kernel<<<mdf_seg_grid(0, natoms), MDF_SEG_BLOCK, 0, stream>>>(f, sys, *a, p);
         mdf_cuda_check_launch();
@@ -79,5 +59,5 @@ extern "C" void mdf_converge_cuda(void *buffers[], void *cl_arg)
         sys, (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[2]), (mdf_sys_state *)STARPU_VECTOR_GET_PTR(buffers[3]),
         *a, p);
     mdf_cuda_check_launch();
-    converge_try(mdf_seg_free(&p, stream));
+    mdf_cuda_try(mdf_seg_free(&p, stream));
 }

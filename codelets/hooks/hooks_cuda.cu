@@ -12,26 +12,6 @@
 
 #define VEC(k, type) ((type)STARPU_VECTOR_GET_PTR(buffers[k]))
 
-static void hooks_try(cudaError_t e)
-{
-    if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
-}
-
-/* System of shard atom a (0 <= a < the shard's atoms): the last system that
- * starts at or before a. Systems are contiguous and in order (CSR), so that
- * is the one holding a, also when systems without atoms sit next to it.
- * For the tasks that have no atom records to read it from. */
-__device__ static int32_t hooks_sys_of_atom(const mdf_sys_info *sys, int32_t nsys, int32_t a)
-{
-    int32_t lo = 0, hi = nsys - 1;
-    while (lo < hi) {
-        const int32_t mid = lo + (hi - lo + 1) / 2;
-        if (sys[mid].atom_start <= a) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
-}
-
 /* The three per-atom findings as values 0/1, combined per system by a maximum. */
 #define HOOKS_NAN_K 3
 __device__ static int32_t hooks_nan_bit(int k)
@@ -44,9 +24,9 @@ __global__ void hook_nan_atoms_kernel(const double *x, const double *v, const do
 {
     const int32_t at = p.a_lo + (int32_t)blockIdx.x * MDF_SEG_BLOCK + (int32_t)threadIdx.x;
     const int in = at < p.a_hi;
-    const int32_t s = in ? hooks_sys_of_atom(sys, a.nsys, at) : -1;
+    const int32_t s = in ? mdf_sys_of_atom(sys, 0, a.nsys, at) : -1;
     int32_t bits = 0;
-    if (in && sys[s].status == a.status) {
+    if (s >= 0 && sys[s].status == a.status) {
         const size_t k3 = 3 * (size_t)at;
         bits = mdf_hooks_atom_nonfinite(x + k3, v + k3, f + k3);
     }
@@ -75,7 +55,8 @@ __global__ void hook_clamp_kernel(double *f, const mdf_sys_info *sys, mdf_hooks_
 {
     const int32_t at = (int32_t)blockIdx.x * MDF_SEG_BLOCK + (int32_t)threadIdx.x;
     if (at >= natoms) return;
-    if (sys[hooks_sys_of_atom(sys, a.nsys, at)].status != a.status) return;
+    const int32_t s = mdf_sys_of_atom(sys, 0, a.nsys, at);
+    if (s < 0 || sys[s].status != a.status) return;
     mdf_hooks_clamp_force(f + 3 * (size_t)at, a.max_force);
 }
 
@@ -93,7 +74,9 @@ __global__ void hook_wrap_kernel(double *x, const mdf_sys_info *sys, mdf_hooks_a
 {
     const int32_t at = (int32_t)blockIdx.x * MDF_SEG_BLOCK + (int32_t)threadIdx.x;
     if (at >= natoms) return;
-    const mdf_sys_info *s = &sys[hooks_sys_of_atom(sys, a.nsys, at)];
+    const int32_t k = mdf_sys_of_atom(sys, 0, a.nsys, at);
+    if (k < 0) return;
+    const mdf_sys_info *s = &sys[k];
     if (s->status != a.status || !(s->pbc[0] || s->pbc[1] || s->pbc[2])) return;
     mdf_hooks_wrap_atom(x + 3 * (size_t)at, s);
 }
@@ -109,7 +92,7 @@ extern "C" void mdf_hook_nan_check_cuda(void *buffers[], void *cl_arg)
     mdf_sys_info *sys = VEC(3, mdf_sys_info *);
     const int32_t natoms = hooks_natoms(a);
     mdf_seg_parts p;
-    hooks_try(mdf_seg_alloc(&p, HOOKS_NAN_K, 0, natoms, a->nsys, stream));
+    mdf_cuda_try(mdf_seg_alloc(&p, HOOKS_NAN_K, 0, natoms, a->nsys, stream));
     if (p.nblocks > 0) {
         hook_nan_atoms_kernel<<<mdf_seg_grid(0, natoms), MDF_SEG_BLOCK, 0, stream>>>(
             VEC(0, const double *), VEC(1, const double *), VEC(2, const double *), sys, *a, p);
@@ -117,7 +100,7 @@ extern "C" void mdf_hook_nan_check_cuda(void *buffers[], void *cl_arg)
     }
     hook_nan_sys_kernel<<<(unsigned)a->nsys, MDF_SYS_BLOCK, 0, stream>>>(sys, VEC(4, const mdf_sys_result *), *a, p);
     mdf_cuda_check_launch();
-    hooks_try(mdf_seg_free(&p, stream));
+    mdf_cuda_try(mdf_seg_free(&p, stream));
 }
 
 /* buffers: force RW, sys R */

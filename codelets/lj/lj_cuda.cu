@@ -23,11 +23,6 @@
 #define MDF_LJ_BLOCK MDF_SEG_BLOCK /* the per-system sums' block */
 #define MDF_LJ_ZERO_BLOCK 128
 
-static void mdf_lj_check(cudaError_t e)
-{
-    if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
-}
-
 /* Forces of atoms [t0, t1) whose system is evaluated; the others keep theirs. */
 __global__ void lj_zero_forces_kernel(double *f, const mdf_atom_info *atoms, const mdf_sys_info *sys, int32_t t0,
                                       int32_t t1, int32_t lo, int32_t hi)
@@ -161,7 +156,7 @@ static void lj_zero_forces(double *f, const mdf_atom_info *atoms, const mdf_sys_
     if (t1 <= t0) return;
     lj_zero_forces_kernel<<<(unsigned)((t1 - t0 + MDF_LJ_ZERO_BLOCK - 1) / MDF_LJ_ZERO_BLOCK), MDF_LJ_ZERO_BLOCK, 0,
                             stream>>>(f, atoms, sys, t0, t1, args->status_lo, args->status_hi);
-    mdf_lj_check(cudaGetLastError());
+    mdf_cuda_try(cudaGetLastError());
 }
 
 template <int WANT_VIRIAL>
@@ -185,20 +180,20 @@ static void lj_run(void *buffers[], const mdf_lj_args *args, cudaStream_t stream
     if (nsys <= 0) return;
     constexpr int K = WANT_VIRIAL ? 10 : 1;
     mdf_seg_parts parts;
-    mdf_lj_check(mdf_seg_alloc(&parts, K, c->atom_begin, c->atom_end, c->sys_end, stream));
+    mdf_cuda_try(mdf_seg_alloc(&parts, K, c->atom_begin, c->atom_end, c->sys_end, stream));
     const unsigned nb = mdf_seg_grid(c->atom_begin, c->atom_end);
     if (nb > 0) {
         lj_force_kernel<WANT_VIRIAL><<<nb, MDF_LJ_BLOCK, 0, stream>>>(
             (const double *)STARPU_VECTOR_GET_PTR(buffers[0]), atoms, sys, (void *)STARPU_VECTOR_GET_PTR(buffers[3]),
             (void *)STARPU_VECTOR_GET_PTR(buffers[4]), f, (const mdf_lj_params *)STARPU_VECTOR_GET_PTR(buffers[7]),
             c->atom_begin, c->atom_end, args->status_lo, args->status_hi, parts);
-        mdf_lj_check(cudaGetLastError());
+        mdf_cuda_try(cudaGetLastError());
     }
     /* Systems with no atom in the chunk's range get zeros (mdf_seg_total). */
     lj_total_kernel<WANT_VIRIAL><<<(unsigned)nsys, MDF_SYS_BLOCK, 0, stream>>>(
         res, sys, c->sys_begin, args->status_lo, args->status_hi, args->partial ? 1 : 0, parts);
-    mdf_lj_check(cudaGetLastError());
-    mdf_lj_check(mdf_seg_free(&parts, stream));
+    mdf_cuda_try(cudaGetLastError());
+    mdf_cuda_try(mdf_seg_free(&parts, stream));
 }
 
 /* buffers: pos R, atoms R, sys R, list R, bins R, forces RW, results RW, params R */

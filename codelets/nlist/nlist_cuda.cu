@@ -33,12 +33,7 @@
 #define MDF_NL_SYS_THREADS 128 /* per-system kernels with one thread per system */
 #define MDF_NL_BIG_BLOCK MDF_SEG_BLOCK /* per-atom kernels of the multi-block path */
 
-static void mdf_nl_check(cudaError_t e)
-{
-    if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
-}
-
-static void mdf_nl_check_launch(void) { mdf_nl_check(cudaGetLastError()); }
+static void mdf_nl_check_launch(void) { mdf_cuda_try(cudaGetLastError()); }
 
 /* The systems binned by the multi-block path: those of more than min_atoms
  * atoms among systems [s0, s1), whose atoms all lie in [a0, a1). */
@@ -55,16 +50,9 @@ __device__ static inline int nl_is_big(const mdf_sys_info *si, int32_t s, const 
 /* The system of atom a when it is one of the multi-block path's, else -1. */
 __device__ static inline int32_t nl_big_sys_of(int32_t a, const mdf_sys_info *sys, const nl_big r)
 {
-    if (a < r.a0 || a >= r.a1 || r.s1 <= r.s0) return -1;
-    int32_t lo = r.s0, hi = r.s1 - 1; /* the last system starting at or before a */
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo + 1) / 2;
-        if (sys[mid].atom_start <= a) lo = mid;
-        else hi = mid - 1;
-    }
-    const mdf_sys_info *si = &sys[lo];
-    if (a < si->atom_start || a >= si->atom_start + si->natoms) return -1;
-    return nl_is_big(si, lo, r) ? lo : -1;
+    if (a < r.a0 || a >= r.a1) return -1;
+    const int32_t s = mdf_sys_of_atom(sys, r.s0, r.s1, a);
+    return s >= 0 && nl_is_big(&sys[s], s, r) ? s : -1;
 }
 
 /* ---- binning, one block per system ---------------------------------------- */
@@ -502,11 +490,11 @@ static void nl_bin_big(const double *pos, const mdf_sys_info *sys, void *blob, c
     const unsigned nsb = (unsigned)((nsys + MDF_NL_SYS_THREADS - 1) / MDF_NL_SYS_THREADS);
     /* count[n], rank[n], blockpart[nb], carry[nb] */
     int32_t *scratch = NULL;
-    mdf_nl_check(cudaMallocAsync((void **)&scratch, sizeof(int32_t) * (2 * (size_t)n + 2 * (size_t)nb), stream));
+    mdf_cuda_try(cudaMallocAsync((void **)&scratch, sizeof(int32_t) * (2 * (size_t)n + 2 * (size_t)nb), stream));
     int32_t *count = scratch, *rank = scratch + n, *blockpart = rank + n, *carry = blockpart + nb;
     mdf_seg_parts parts;
-    mdf_nl_check(mdf_seg_alloc(&parts, 6, r.a0, r.a1, r.s1, stream));
-    mdf_nl_check(cudaMemsetAsync(count, 0, sizeof(int32_t) * (size_t)n, stream));
+    mdf_cuda_try(mdf_seg_alloc(&parts, 6, r.a0, r.a1, r.s1, stream));
+    mdf_cuda_try(cudaMemsetAsync(count, 0, sizeof(int32_t) * (size_t)n, stream));
 
     nl_big_flags_kernel<<<nsb, MDF_NL_SYS_THREADS, 0, stream>>>(sys, blob, args->status_lo, args->status_hi, r);
     mdf_nl_check_launch();
@@ -532,8 +520,8 @@ static void nl_bin_big(const double *pos, const mdf_sys_info *sys, void *blob, c
     nl_big_sort_kernel<<<nb, MDF_NL_BIG_BLOCK, 0, stream>>>(sys, blob, r);
     mdf_nl_check_launch();
 
-    mdf_nl_check(mdf_seg_free(&parts, stream));
-    mdf_nl_check(cudaFreeAsync(scratch, stream));
+    mdf_cuda_try(mdf_seg_free(&parts, stream));
+    mdf_cuda_try(cudaFreeAsync(scratch, stream));
 }
 
 /* buffers: pos R, sys R, bins RW */
@@ -556,7 +544,7 @@ extern "C" void mdf_nl_bin_cuda(void *buffers[], void *cl_arg)
     if (big) nl_bin_big(pos, sys, blob, args, r, stream);
     /* Every kernel has read force_rebuild once they are done: reset it
      * after, in stream order. */
-    mdf_nl_check(cudaMemsetAsync((char *)blob + offsetof(mdf_nl_bins_head, force_rebuild), 0, sizeof(int32_t),
+    mdf_cuda_try(cudaMemsetAsync((char *)blob + offsetof(mdf_nl_bins_head, force_rebuild), 0, sizeof(int32_t),
                                  stream));
 }
 
@@ -631,7 +619,7 @@ extern "C" void mdf_nl_build_cuda(void *buffers[], void *cl_arg)
     /* overflowed and max_count are adjacent: zero both, then the kernel sums. */
     static_assert(offsetof(mdf_nl_list_head, max_count) == offsetof(mdf_nl_list_head, overflowed) + sizeof(int32_t),
                   "list statistics must be adjacent");
-    mdf_nl_check(cudaMemsetAsync(list_blob + offsetof(mdf_nl_list_head, overflowed), 0, 2 * sizeof(int32_t), stream));
+    mdf_cuda_try(cudaMemsetAsync(list_blob + offsetof(mdf_nl_list_head, overflowed), 0, 2 * sizeof(int32_t), stream));
     nl_build_kernel<<<(unsigned)((n + MDF_NL_BUILD_BLOCK - 1) / MDF_NL_BUILD_BLOCK), MDF_NL_BUILD_BLOCK, 0, stream>>>(
         (const double *)STARPU_VECTOR_GET_PTR(buffers[0]), (const mdf_atom_info *)STARPU_VECTOR_GET_PTR(buffers[1]),
         (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[2]), (void *)STARPU_VECTOR_GET_PTR(buffers[3]),

@@ -43,28 +43,13 @@ __device__ static inline int32_t optim_atom(const mdf_seg_parts &parts)
     return parts.a_lo + (int32_t)blockIdx.x * MDF_SEG_BLOCK + (int32_t)threadIdx.x;
 }
 
-/* Local system holding atom a (systems are contiguous and in atom order,
- * CSR), or -1 when none does. */
-__device__ static inline int32_t optim_sys_of(const mdf_sys_info *sys, int32_t nsys, int32_t a)
-{
-    if (nsys <= 0) return -1;
-    int32_t lo = 0, hi = nsys; /* the last system starting at or before a lies in [lo, hi) */
-    while (hi - lo > 1) {
-        const int32_t mid = lo + (hi - lo) / 2;
-        if (sys[mid].atom_start <= a) lo = mid;
-        else hi = mid;
-    }
-    const int32_t st = sys[lo].atom_start;
-    return (a >= st && a - st < sys[lo].natoms) ? lo : -1;
-}
-
 /* First per-atom kernel of a step: atom a's system when it is at `status`
  * (else -1), stored in map[a - a_lo] for the later kernels. */
 __device__ static inline int32_t optim_map_first(const mdf_sys_info *sys, int32_t nsys, int32_t status, int32_t a,
                                                  const mdf_seg_parts &parts, int32_t *map)
 {
     if (a >= parts.a_hi) return -1;
-    int32_t s = optim_sys_of(sys, nsys, a);
+    int32_t s = mdf_sys_of_atom(sys, 0, nsys, a);
     if (s >= 0 && sys[s].status != status) s = -1;
     map[a - parts.a_lo] = s;
     return s;

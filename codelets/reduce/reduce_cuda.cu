@@ -9,6 +9,7 @@
  * The parts' device pointers travel to the kernels by value (about 2 KB,
  * well within the kernel parameter limit). */
 #include <starpu.h>
+#include "../common/mdf_cuda_util.cuh"
 #include "reduce_kernel.h"
 #include "reduce_codelet.h"
 
@@ -22,11 +23,6 @@ typedef struct reduce_parts {
     int32_t sys_begin[MDF_REDUCE_MAX_CHUNKS], sys_end[MDF_REDUCE_MAX_CHUNKS];
     int32_t nchunks;
 } reduce_parts;
-
-static void mdf_red_check(cudaError_t e)
-{
-    if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
-}
 
 static_assert(MDF_RED_BLOCK >= MDF_REDUCE_MAX_CHUNKS, "a thread per chunk reads the marks");
 
@@ -110,17 +106,17 @@ extern "C" void mdf_reduce_cuda(void *buffers[], void *cl_arg)
     if (ncomp > 0) {
         reduce_forces_kernel<<<(unsigned)((ncomp + MDF_RED_BLOCK - 1) / MDF_RED_BLOCK), MDF_RED_BLOCK, 0, stream>>>(
             f, args->natoms, parts);
-        mdf_red_check(cudaGetLastError());
+        mdf_cuda_try(cudaGetLastError());
     }
     /* The forces are write-only here: the device copy beyond the shard's
      * atoms (room for refills) would otherwise hold whatever the allocation
      * held; the CPU leaves the host's values there, zero from creation. */
     size_t nx = STARPU_VECTOR_GET_NX(buffers[2 * K]);
     if (nx > (size_t)ncomp)
-        mdf_red_check(cudaMemsetAsync(f + ncomp, 0, sizeof(double) * (nx - (size_t)ncomp), stream));
+        mdf_cuda_try(cudaMemsetAsync(f + ncomp, 0, sizeof(double) * (nx - (size_t)ncomp), stream));
     if (args->nsys > 0) {
         reduce_results_kernel<<<(args->nsys + MDF_RED_BLOCK - 1) / MDF_RED_BLOCK, MDF_RED_BLOCK, 0, stream>>>(
             res, args->nsys, args->want_virial ? 1 : 0, parts);
-        mdf_red_check(cudaGetLastError());
+        mdf_cuda_try(cudaGetLastError());
     }
 }

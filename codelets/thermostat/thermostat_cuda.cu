@@ -22,11 +22,6 @@
 
 #define VEC(i) STARPU_VECTOR_GET_PTR(buffers[i])
 
-static void thermo_try(cudaError_t e)
-{
-    if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
-}
-
 /* The scratch of one task: K sums per system over atoms [0, natoms), and
  * optionally one factor per system. */
 typedef struct thermo_launch {
@@ -44,15 +39,15 @@ static void thermo_begin(thermo_launch *L, const mdf_thermo_args *a, int K, int 
     L->nsys = a->nsys;
     L->nb = mdf_seg_grid(0, L->natoms);
     L->factor = NULL;
-    thermo_try(mdf_seg_alloc(&L->p, K, 0, L->natoms, L->nsys, L->stream));
-    if (with_factor) thermo_try(cudaMallocAsync((void **)&L->factor, (size_t)L->nsys * sizeof(double), L->stream));
+    mdf_cuda_try(mdf_seg_alloc(&L->p, K, 0, L->natoms, L->nsys, L->stream));
+    if (with_factor) mdf_cuda_try(cudaMallocAsync((void **)&L->factor, (size_t)L->nsys * sizeof(double), L->stream));
 }
 
 static void thermo_end(thermo_launch *L)
 {
-    if (L->factor) thermo_try(cudaFreeAsync(L->factor, L->stream));
+    if (L->factor) mdf_cuda_try(cudaFreeAsync(L->factor, L->stream));
     L->factor = NULL;
-    thermo_try(mdf_seg_free(&L->p, L->stream));
+    mdf_cuda_try(mdf_seg_free(&L->p, L->stream));
 }
 
 /* The atom of this thread in a per-atom kernel, and its system (-1: none). */

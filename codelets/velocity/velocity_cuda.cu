@@ -12,11 +12,6 @@
 #include "velocity_codelet.h"
 #include "../common/mdf_cuda_util.cuh"
 
-static void mdf_vel_check(cudaError_t e)
-{
-    if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
-}
-
 __device__ static double vel_atom_ke(const double *v, double mass)
 {
     return 0.5 * mass * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
@@ -112,9 +107,9 @@ extern "C" void mdf_velocity_cuda(void *buffers[], void *cl_arg)
     const unsigned nb = mdf_seg_grid(0, natoms), ns = (unsigned)args->nsys;
     mdf_seg_parts pm, pk;
     double *shift = NULL;
-    mdf_vel_check(mdf_seg_alloc(&pm, 4, 0, natoms, args->nsys, stream));
-    mdf_vel_check(mdf_seg_alloc(&pk, 1, 0, natoms, args->nsys, stream));
-    mdf_vel_check(cudaMallocAsync((void **)&shift, 3 * (size_t)args->nsys * sizeof(double), stream));
+    mdf_cuda_try(mdf_seg_alloc(&pm, 4, 0, natoms, args->nsys, stream));
+    mdf_cuda_try(mdf_seg_alloc(&pk, 1, 0, natoms, args->nsys, stream));
+    mdf_cuda_try(cudaMallocAsync((void **)&shift, 3 * (size_t)args->nsys * sizeof(double), stream));
     if (nb > 0) {
         velocity_draw_kernel<<<nb, MDF_SEG_BLOCK, 0, stream>>>(v, atoms, sys, args->kT, args->seed, args->status,
                                                                args->entering_only, pm);
@@ -129,9 +124,9 @@ extern "C" void mdf_velocity_cuda(void *buffers[], void *cl_arg)
     }
     kinetic_sys_kernel<<<ns, MDF_SYS_BLOCK, 0, stream>>>(sys, res, 0, args->status, args->entering_only, pk);
     mdf_cuda_check_launch();
-    mdf_vel_check(cudaFreeAsync(shift, stream));
-    mdf_vel_check(mdf_seg_free(&pk, stream));
-    mdf_vel_check(mdf_seg_free(&pm, stream));
+    mdf_cuda_try(cudaFreeAsync(shift, stream));
+    mdf_cuda_try(mdf_seg_free(&pk, stream));
+    mdf_cuda_try(mdf_seg_free(&pm, stream));
 }
 
 /* buffers: vel R, atoms R, sys R, res RW */
@@ -147,12 +142,12 @@ extern "C" void mdf_kinetic_cuda(void *buffers[], void *cl_arg)
     const int32_t natoms = args->work > 0 ? (int32_t)args->work : 0;
     const unsigned nb = mdf_seg_grid(0, natoms);
     mdf_seg_parts pk;
-    mdf_vel_check(mdf_seg_alloc(&pk, 1, 0, natoms, args->nsys, stream));
+    mdf_cuda_try(mdf_seg_alloc(&pk, 1, 0, natoms, args->nsys, stream));
     if (nb > 0) {
         kinetic_atoms_kernel<<<nb, MDF_SEG_BLOCK, 0, stream>>>(v, atoms, sys, pk);
         mdf_cuda_check_launch();
     }
     kinetic_sys_kernel<<<(unsigned)args->nsys, MDF_SYS_BLOCK, 0, stream>>>(sys, res, 1, 0, 0, pk);
     mdf_cuda_check_launch();
-    mdf_vel_check(mdf_seg_free(&pk, stream));
+    mdf_cuda_try(mdf_seg_free(&pk, stream));
 }

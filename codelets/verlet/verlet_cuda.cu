@@ -12,11 +12,6 @@
 
 #define MDF_BLOCK 128
 
-static void vv_cuda_try(cudaError_t e)
-{
-    if (e != cudaSuccess) STARPU_CUDA_REPORT_ERROR(e);
-}
-
 __global__ void vv_pre_kernel(double *x, double *v, const double *f, const mdf_atom_info *atoms,
                               const mdf_sys_info *sys, int32_t natoms, int32_t status, double dt)
 {
@@ -86,7 +81,7 @@ extern "C" void mdf_vv_post_cuda(void *buffers[], void *cl_arg)
     mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[4]);
     const int32_t natoms = args->work > 0 ? (int32_t)args->work : 0;
     mdf_seg_parts p;
-    vv_cuda_try(mdf_seg_alloc(&p, 1, 0, natoms, args->nsys, stream));
+    mdf_cuda_try(mdf_seg_alloc(&p, 1, 0, natoms, args->nsys, stream));
     if (p.nblocks > 0) {
         vv_post_atoms_kernel<<<mdf_seg_grid(0, natoms), MDF_SEG_BLOCK, 0, stream>>>(v, f, atoms, sys, args->status,
                                                                                    args->dt, p);
@@ -94,5 +89,5 @@ extern "C" void mdf_vv_post_cuda(void *buffers[], void *cl_arg)
     }
     vv_post_sys_kernel<<<(unsigned)args->nsys, MDF_SYS_BLOCK, 0, stream>>>(sys, res, args->status, p);
     mdf_cuda_check_launch();
-    vv_cuda_try(mdf_seg_free(&p, stream));
+    mdf_cuda_try(mdf_seg_free(&p, stream));
 }
