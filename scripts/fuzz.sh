@@ -67,6 +67,7 @@ pass=0 fail=0 json=""
 printf 'fuzz: %-11s %8s %12s %10s %7s %8s  %s\n' target seconds executions exec/s cov features findings
 for t in "${targets[@]}"; do
   work=$out/corpus/$t findings=$out/findings/$t
+  rm -rf "$findings" # a finding of an earlier run is not this run's
   mkdir -p "$work" "$findings"
   log=$out/run_$t.log
   # Readers' scratch files go to a private TMPDIR (fuzz.h).
