@@ -16,8 +16,9 @@
 #       each on the CPUs only, the GPU, and both; a table and gpu.json.
 #   scripts/gpu-check.sh bundle [DIR]
 #       (on the build machine) a relocatable copy of build-cuda's programs and
-#       CUDA tests with every shared library they load except glibc's and the
-#       CUDA driver (default DIR: .bundle), for GPU nodes with no compiler or
+#       CUDA tests with every shared library they load except glibc's and
+#       CUDA's (driver and toolkit: the node's own; default DIR: .bundle), for
+#       GPU nodes with no compiler or
 #       -dev packages. There: MDF_BUNDLE=DIR scripts/gpu-check.sh test|bench.
 #
 # Results go to GPU_CHECK_OUT (default: build-cuda/gpu-check, or the bundle's
@@ -100,11 +101,16 @@ phase_bundle() {
   done
   cp "$top"/bench/gpu_bench.py "$top"/bench/mdbench.py "$dir/bench/"
   cp -r "$top/include" "$dir/include" # bench reads units.h
-  # Every library the programs load, but glibc's and the CUDA driver's.
+  # Every library the programs load, but glibc's and CUDA's: the driver and
+  # the toolkit's runtime libraries (cudart, cuBLAS, cuSPARSE... that
+  # StarPU links: most of a gigabyte) are the GPU node's own.
+  cuda_dir=$(readlink -f "${CUDA_HOME:-/usr/local/cuda}")
   LD_LIBRARY_PATH="$build/.libs:$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     ldd "$dir"/bin/* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | while read -r lib; do
+      real=$(readlink -f "$lib")
+      case $real in "$cuda_dir"/*|*/cuda*/*) continue ;; esac
       case $(basename "$lib") in
-        libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcuda.so*|libnvidia*) ;;
+        libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcuda.so*|libnvidia*|libcu*|libnv*) ;;
         *) cp -L "$lib" "$dir/lib/" ;;
       esac
     done
@@ -118,7 +124,8 @@ phase_bundle() {
 
 run_env() {
   if [ -n "$bundle" ]; then
-    export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # CUDA's libraries come from the node (see phase_bundle).
+    export LD_LIBRARY_PATH="$bundle/lib:${CUDA_HOME:-/usr/local/cuda}/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   else
     export LD_LIBRARY_PATH="$build/.libs:$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
