@@ -28,14 +28,20 @@ static inline void fuzz_check_error(mdf_status st, const mdf_error *err)
     }
 }
 
-/* The input as a file of this process (readers that take a path): one path
- * per process and suffix, rewritten for every input. Returns the path or
- * NULL. */
-static inline const char *fuzz_file(const uint8_t *data, size_t size, const char *suffix)
+/* The scratch file of this process for readers that take a path: one path
+ * per process and suffix, rewritten for every input. */
+static inline const char *fuzz_path(const char *suffix)
 {
     static char path[256];
     const char *dir = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/mdflow-fuzz-%ld%s", dir && *dir ? dir : "/tmp", (long)getpid(), suffix);
+    return path;
+}
+
+/* The input written to fuzz_path(suffix); NULL when it cannot be. */
+static inline const char *fuzz_file(const uint8_t *data, size_t size, const char *suffix)
+{
+    const char *path = fuzz_path(suffix);
     FILE *fp = fopen(path, "wb");
     if (!fp) return NULL;
     int ok = fwrite(data, 1, size, fp) == size;

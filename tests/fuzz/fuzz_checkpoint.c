@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     H5open();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     fz_bytes b = {data, size, 0};
-    const char *path = fz_path(".ckpt.h5");
+    const char *path = fuzz_path(".ckpt.h5");
     write_file(&b, path);
     mdf_ckpt *c = NULL;
     mdf_error err;

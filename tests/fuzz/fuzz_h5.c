@@ -88,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     H5open();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     fz_bytes b = {data, size, 0};
-    const char *path = fz_path(".h5");
+    const char *path = fuzz_path(".h5");
     write_file(&b, path);
     mdf_frame_list frames;
     mdf_frame_list_init(&frames);

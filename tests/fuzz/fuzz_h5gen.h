@@ -122,13 +122,4 @@ static inline void fz_attr_str(hid_t loc, const char *name, const char *s)
     H5Tclose(t);
 }
 
-/* Path of this process's scratch file (fuzz_file's naming). */
-static inline const char *fz_path(const char *suffix)
-{
-    static char path[256];
-    const char *dir = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/mdflow-fuzz-%ld%s", dir && *dir ? dir : "/tmp", (long)getpid(), suffix);
-    return path;
-}
-
 #endif
