@@ -1,0 +1,270 @@
+/* mdflow — the extension API: methods (integrators and optimisers), models,
+ * hooks and sinks authored as StarPU codelets, in the library or out of
+ * tree as plugins. Every built-in registers through the calls below; there
+ * is no private shortcut.
+ *
+ * An extension is a definition struct (name, parameter table, callbacks)
+ * passed to mdf_register_*. Definitions and their tables must stay valid
+ * while the process runs (static storage). Each definition carries the
+ * MDFLOW_API_VERSION it was compiled against; a mismatch is refused.
+ *
+ * See docs/architecture.md ("Extension points") and examples/plugin/. */
+#ifndef MDFLOW_EXTENSION_H
+#define MDFLOW_EXTENSION_H
+
+#include <stdint.h>
+#include <starpu.h>
+#include "mdflow/error.h"
+#include "mdflow/params.h"
+#include "mdflow/kernel.h"
+#include "mdflow/model.h"
+#include "mdflow/hook.h"
+#include "mdflow/sink.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Raised whenever a definition struct, a kernel record (mdflow/kernel.h) or
+ * a codelet's buffer layout changes incompatibly. */
+#define MDFLOW_API_VERSION 1
+
+/* ==== methods: integrators and optimisers ===================================
+ *
+ * A method's step for one shard is two task submissions around the model:
+ *   pre_update   before the model (typically moves positions);
+ *   post_update  after it (forces at the new positions): must leave
+ *                res.kinetic (eV; 0 for optimisers), increment sys.step and
+ *                sys.stage_step, and keep res.extra_energy (the thermostat's
+ *                or barostat's part of the conserved quantity).
+ * Both touch only the systems whose status is mdf_method_status(c). A method
+ * whose whole step runs before the model (the optimisers) leaves post_update
+ * NULL and does its bookkeeping in pre_update.
+ *
+ * Per-system state lives in the shard's state handle (mdf_sys_state, see
+ * mdflow/kernel.h): a block with owner == 0 belongs to a system that just
+ * entered the stage; the method initialises it, then sets owner = 1.
+ * Random numbers should be keyed by (seed, system id) and counted by
+ * sys.step, so that results do not depend on sharding or workers. */
+
+typedef struct mdf_method_ctx mdf_method_ctx;
+
+/* The shard's data handles (StarPU vectors over the shard's arrays). */
+starpu_data_handle_t mdf_method_pos(const mdf_method_ctx *c);   /* 3*atom_cap doubles, Å */
+starpu_data_handle_t mdf_method_vel(const mdf_method_ctx *c);   /* 3*atom_cap doubles, Å per internal time */
+starpu_data_handle_t mdf_method_force(const mdf_method_ctx *c); /* 3*atom_cap doubles, eV/Å */
+starpu_data_handle_t mdf_method_atoms(const mdf_method_ctx *c); /* atom_cap mdf_atom_info */
+starpu_data_handle_t mdf_method_sys(const mdf_method_ctx *c);   /* sys_cap mdf_sys_info */
+starpu_data_handle_t mdf_method_res(const mdf_method_ctx *c);   /* sys_cap mdf_sys_result */
+starpu_data_handle_t mdf_method_state(const mdf_method_ctx *c); /* sys_cap mdf_sys_state */
+/* The per-shard workspace (work_bytes bytes, zeroed at the start), or NULL. */
+starpu_data_handle_t mdf_method_work(const mdf_method_ctx *c);
+/* Counts: atoms and systems in the shard now, capacities, largest system. */
+int32_t mdf_method_natoms(const mdf_method_ctx *c);
+int32_t mdf_method_nsys(const mdf_method_ctx *c);
+int32_t mdf_method_atom_cap(const mdf_method_ctx *c);
+int32_t mdf_method_sys_cap(const mdf_method_ctx *c);
+int32_t mdf_method_max_natoms(const mdf_method_ctx *c);
+/* The method's own parameter block (params_size bytes, checked). */
+const void *mdf_method_params(const mdf_method_ctx *c);
+/* Stage-wide settings: time step (internal units, 1 = 10.18 fs; and fs),
+ * thermostat target, random seed, the systems' status, the stage's step
+ * (1, 2, ...) and the neighbour lists' radius (cutoff + skin, Å). */
+double mdf_method_dt(const mdf_method_ctx *c);
+double mdf_method_dt_fs(const mdf_method_ctx *c);
+double mdf_method_temperature(const mdf_method_ctx *c);
+uint64_t mdf_method_seed(const mdf_method_ctx *c);
+int32_t mdf_method_status(const mdf_method_ctx *c);
+int64_t mdf_method_step(const mdf_method_ctx *c);
+double mdf_method_list_radius(const mdf_method_ctx *c);
+
+/* mdf_method.flags */
+#define MDF_METHOD_OPTIMISER 1     /* moves down the forces; velocities are its own */
+#define MDF_METHOD_NEEDS_VIRIAL 2  /* reads res.virial in pre_update: the model computes it every step */
+#define MDF_METHOD_MOMENTUM 4      /* conserves the total momentum when no atom is frozen: the
+                                    * kinetic energy has 3N - 3 degrees of freedom (mdf_dof) */
+#define MDF_METHOD_CELL 8          /* changes the cell: its tasks flag MDF_SYS_CELL_TOO_SMALL
+                                    * from the list radius, and the stage checks the flags */
+
+typedef struct mdf_method {
+    unsigned api_version;          /* MDFLOW_API_VERSION */
+    const char *name;              /* registry name: letters, digits, '_' */
+    const char *summary;           /* one line for `mdflow methods` */
+    const char *const *aliases;    /* other names users type, NULL-terminated (may be NULL) */
+    unsigned flags;                /* MDF_METHOD_* */
+    const mdf_param_def *params;   /* the block's table (may be NULL: none) */
+    size_t params_size;            /* bytes of the block */
+    /* Optional: checks across parameters (each is range-checked already). */
+    mdf_status (*check)(const void *params, mdf_error *err);
+    /* Optional: bytes of a per-shard workspace (a StarPU vector of bytes). */
+    size_t (*work_bytes)(const void *params, int32_t atom_cap, int32_t sys_cap);
+    int (*pre_update)(const mdf_method_ctx *c);   /* 0, or a StarPU error code */
+    int (*post_update)(const mdf_method_ctx *c);  /* may be NULL (see above) */
+} mdf_method;
+
+mdf_status mdf_register_method(const mdf_method *m, mdf_error *err);
+/* By name or alias (NULL if none); the registry is filled on first use. */
+const mdf_method *mdf_method_find(const char *name);
+size_t mdf_method_count(void);
+const mdf_method *mdf_method_at(size_t k);
+
+/* ==== models ================================================================
+ *
+ * A model evaluates energies, forces and the virial of one chunk of a shard
+ * per task, from the neighbour lists. Its codelet's buffers, in order:
+ *   0 pos R, 1 atoms R, 2 sys R, 3 list R, 4 bins R, 5 forces RW,
+ *   6 results RW, 7 the model's parameter blob R
+ * and its cl_arg is an mdf_model_args. mdflow/pair.h turns a pair function
+ * into such CPU and CUDA codelets. */
+
+typedef struct mdf_model_args {
+    int64_t work;          /* atoms of the chunk (the performance model's size) */
+    mdf_chunk chunk;
+    int32_t want_virial;   /* 0: leave res.virial as it was */
+    int32_t status_lo, status_hi; /* systems outside [lo, hi] keep forces and results */
+    int32_t partial;       /* 1: forces and results are the chunk's part of a sum
+                            * (see mdflow/kernel/reduce.h) */
+} mdf_model_args;
+
+/* What a model's setup produces from its parameters. */
+typedef struct mdf_model_setup {
+    void *blob;             /* device parameters (malloc'd; mdflow frees it) */
+    size_t blob_size;       /* bytes; registered once as a StarPU vector, cached on each GPU */
+    double cutoff;          /* largest interaction distance, Å */
+    double density_hint;    /* highest number density expected, 1/Å³ (sizes list slots) */
+    int all_elements;       /* 1: every element; else known_z says which */
+    int known_z[128];
+    /* Optional (0: off): CPU evaluation of every pair of small open systems
+     * the lists flag (see mdf_nl_grid.all_pairs), as the LJ model does. */
+    int32_t all_pairs_atoms, all_pairs_small;
+    double all_pairs_ratio;
+    /* Bytes of the blob that checkpoints' fingerprints skip (machine settings). */
+    size_t fingerprint_skip_off, fingerprint_skip_len;
+} mdf_model_setup;
+
+/* Per-element and per-pair rows of a model configuration, handed to setup:
+ * species[k] is a block of the def's species_params for element z[k];
+ * pairs[k] a block of its pair_params for elements pair_z[k][0..1]. */
+typedef struct mdf_model_species {
+    int nspecies;
+    const int *z;
+    const void *const *species;
+    int npairs;
+    const int (*pair_z)[2];
+    const void *const *pairs;
+} mdf_model_species;
+
+typedef struct mdf_model_def {
+    unsigned api_version;                  /* MDFLOW_API_VERSION */
+    const char *name, *summary;
+    const mdf_param_def *params;           /* scalar parameters (may be NULL) */
+    size_t params_size;
+    const mdf_param_def *species_params;   /* per-element rows (NULL: none taken) */
+    size_t species_size;
+    const mdf_param_def *pair_params;      /* per-pair rows (NULL: none taken) */
+    size_t pair_size;
+    /* Checks the parameters and fills out (out is zeroed before). The
+     * message names the parameter or element at fault. */
+    mdf_status (*setup)(const void *params, const mdf_model_species *species, mdf_model_setup *out, mdf_error *err);
+    void (*cpu_func)(void *buffers[], void *cl_arg);  /* required */
+    const char *cpu_func_name;                       /* for StarPU's bookkeeping (may be NULL) */
+    void (*cuda_func)(void *buffers[], void *cl_arg); /* NULL: CPU only; called with STARPU_CUDA_ASYNC */
+} mdf_model_def;
+
+mdf_status mdf_register_model(const mdf_model_def *d, mdf_error *err);
+const mdf_model_def *mdf_model_def_find(const char *name);
+size_t mdf_model_def_count(void);
+const mdf_model_def *mdf_model_def_at(size_t k);
+
+/* A model configuration: the model's name, then settings as text. */
+typedef struct mdf_model_config mdf_model_config;
+mdf_status mdf_model_config_create(const char *name, mdf_model_config **out, mdf_error *err);
+void mdf_model_config_destroy(mdf_model_config *c);
+const char *mdf_model_config_name(const mdf_model_config *c);
+/* A scalar parameter. */
+mdf_status mdf_model_config_set(mdf_model_config *c, const char *name, const char *value, mdf_error *err);
+/* A per-element parameter (the row for z is created on first use). */
+mdf_status mdf_model_config_set_species(mdf_model_config *c, int z, const char *name, const char *value,
+                                        mdf_error *err);
+/* A per-pair parameter (the row for (za, zb), either order). */
+mdf_status mdf_model_config_set_pair(mdf_model_config *c, int za, int zb, const char *name, const char *value,
+                                     mdf_error *err);
+/* Whether the model takes a scalar parameter of that name (1), or not (0). */
+int mdf_model_config_has_param(const mdf_model_config *c, const char *name);
+/* Builds the model (StarPU must be initialised). */
+mdf_status mdf_model_create(const mdf_model_config *c, mdf_model **out, mdf_error *err);
+
+/* ==== hooks and sinks by name =============================================== */
+
+typedef struct mdf_hook_def {
+    unsigned api_version;
+    const char *name, *summary;
+    const mdf_param_def *params;
+    size_t params_size;
+    mdf_status (*create)(const void *params, mdf_hook **out, mdf_error *err);
+} mdf_hook_def;
+
+mdf_status mdf_register_hook(const mdf_hook_def *d, mdf_error *err);
+const mdf_hook_def *mdf_hook_def_find(const char *name);
+size_t mdf_hook_def_count(void);
+const mdf_hook_def *mdf_hook_def_at(size_t k);
+/* Creates the hook registered as name with these settings. */
+mdf_status mdf_hook_create_named(const char *name, const mdf_param_list *params, mdf_hook **out, mdf_error *err);
+
+typedef struct mdf_sink_def {
+    unsigned api_version;
+    const char *name, *summary;
+    const mdf_param_def *params;
+    size_t params_size;
+    mdf_status (*create)(const void *params, mdf_sink **out, mdf_error *err);
+} mdf_sink_def;
+
+mdf_status mdf_register_sink(const mdf_sink_def *d, mdf_error *err);
+const mdf_sink_def *mdf_sink_def_find(const char *name);
+size_t mdf_sink_def_count(void);
+const mdf_sink_def *mdf_sink_def_at(size_t k);
+mdf_status mdf_sink_create_named(const char *name, const mdf_param_list *params, mdf_sink **out, mdf_error *err);
+
+/* ==== plugins ===============================================================
+ *
+ * A plugin is a shared object exporting one entry point, mdflow_plugin_init,
+ * best written with MDFLOW_PLUGIN:
+ *
+ *   static mdf_status register_all(mdf_error *err)
+ *   {
+ *       mdf_status st = mdf_register_model(&morse_def, err);
+ *       return st != MDF_OK ? st : mdf_register_method(&berendsen_def, err);
+ *   }
+ *   MDFLOW_PLUGIN(register_all)
+ */
+
+typedef struct mdf_plugin mdf_plugin;
+typedef mdf_status (*mdf_plugin_init_fn)(mdf_plugin *p, mdf_error *err);
+
+/* Called first by mdflow_plugin_init: the API version the plugin was
+ * compiled against (a mismatch fails the load, naming the file). */
+mdf_status mdf_plugin_declare(mdf_plugin *p, unsigned api_version, mdf_error *err);
+
+#define MDFLOW_PLUGIN(register_fn)                                                     \
+    mdf_status mdflow_plugin_init(mdf_plugin *p_, mdf_error *err_);                    \
+    mdf_status mdflow_plugin_init(mdf_plugin *p_, mdf_error *err_)                     \
+    {                                                                                  \
+        mdf_status st_ = mdf_plugin_declare(p_, MDFLOW_API_VERSION, err_);             \
+        return st_ != MDF_OK ? st_ : (register_fn)(err_);                              \
+    }
+
+/* Loads a plugin (a second load of the same file does nothing). Errors
+ * name the file and the fix: not found, not a shared object, missing
+ * mdflow_plugin_init, another API version, a name already registered. */
+mdf_status mdf_plugin_load(const char *path, mdf_error *err);
+/* Loads every plugin MDFLOW_PLUGIN_PATH names: ':'-separated shared
+ * objects, or directories whose *.so files are loaded in name order. */
+mdf_status mdf_plugin_load_env(mdf_error *err);
+/* The plugin files loaded so far, in order. */
+size_t mdf_plugin_count(void);
+const char *mdf_plugin_file(size_t k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
