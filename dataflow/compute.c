@@ -371,7 +371,7 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
                             .bins = w->bins, .forces = split ? w->fparts[q] : force,
                             .results = split ? w->rparts[q] : res, .chunk = w->chunks[q],
                             .flags = flags, .status_lo = lo, .status_hi = hi, .partial = split};
-        st = submitted(c->m->ops->insert(c->m, &t), "the model", k, err);
+        st = submitted(mdf_model_insert(c->m, &t), "the model", k, err);
     }
     if (st == MDF_OK && split) {
         mdf_reduce_args r = {.work = sh->natoms, .natoms = sh->natoms, .nsys = sh->nsys, .nchunks = w->nchunks,

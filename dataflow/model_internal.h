@@ -1,16 +1,17 @@
-/* mdflow — what a model provides to the compute pipeline (dataflow/compute.c).
- * A model is a pair codelet over the neighbour lists plus its parameters. */
+/* mdflow — a model as the compute pipeline (dataflow/compute.c) sees it:
+ * its registered definition (mdflow/extension.h), the parameter blob
+ * registered once as a StarPU handle, and what its setup said. */
 #ifndef MDF_MODEL_INTERNAL_H
 #define MDF_MODEL_INTERNAL_H
 
 #include <starpu.h>
+#include "mdflow/extension.h"
 #include "mdflow/model.h"
-#include "../codelets/common/mdf_kernel_common.h"
 
-/* The handles one model task works on (see codelets/lj/lj_codelet.h). */
 /* What a model evaluation must produce beyond energies and forces. */
 #define MDF_COMPUTE_VIRIAL 1
 
+/* The handles one model task works on (the codelet's buffers, in order). */
 typedef struct mdf_model_task {
     starpu_data_handle_t pos, atoms, sys, list, bins, forces, results;
     mdf_chunk chunk;
@@ -21,16 +22,11 @@ typedef struct mdf_model_task {
                             * summed by mdf_reduce (see reduce_kernel.h) */
 } mdf_model_task;
 
-typedef struct mdf_model_ops {
-    const char *name;
-    int (*insert)(const mdf_model *m, const mdf_model_task *t);
-    void (*destroy)(mdf_model *m);
-} mdf_model_ops;
-
 struct mdf_model {
-    const mdf_model_ops *ops;
-    void *impl;                   /* model-owned host data */
-    starpu_data_handle_t params;  /* registered once, cached on each device */
+    const mdf_model_def *def;
+    struct starpu_codelet *cl;    /* the registry's, built from def (one per name) */
+    void *blob;                   /* the setup's device parameters */
+    starpu_data_handle_t params;  /* blob, registered once, cached on each device */
     double cutoff;                /* largest cutoff, Å */
     double density_hint;          /* highest number density expected, 1/Å³:
                                    * sizes the neighbour-list slots */
@@ -46,5 +42,16 @@ struct mdf_model {
      * machine setting, not physics (the LJ model's CPU instruction set). */
     size_t fingerprint_skip_off, fingerprint_skip_len;
 };
+
+/* Submits the model's task for one chunk; 0 or StarPU's error code. */
+int mdf_model_insert(const mdf_model *m, const mdf_model_task *t);
+
+/* Builds a model of definition d from what its setup produced (takes the
+ * blob, also on failure). */
+mdf_status mdf_model_from_setup(const mdf_model_def *d, mdf_model_setup *s, mdf_model **out, mdf_error *err);
+
+/* The registries fill themselves on first use with the built-ins
+ * (stages/registry.c), through the public mdf_register_* calls. */
+mdf_status mdf_register_builtins(mdf_error *err);
 
 #endif

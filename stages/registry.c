@@ -4,6 +4,8 @@
 #include "integrator.h"
 #include "mdflow/stage.h"
 #include "mdflow/model.h"
+#include "../dataflow/model_internal.h"
+#include "../codelets/lj/lj_codelet.h"
 
 static const mdf_integrator_ops *const integrators[] = {
     &mdf_velocity_verlet,
@@ -25,7 +27,6 @@ static const struct {
     {"nose-hoover", "nose_hoover"}, {"nhc", "nose_hoover"}, {"csvr", "bussi"}, {"l-bfgs", "lbfgs"},
 };
 
-static const char *const model_names[] = {"lj", NULL};
 
 const mdf_integrator_ops *mdf_find_integrator(const char *name)
 {
@@ -61,4 +62,9 @@ int mdf_integrator_changes_cell(const char *name)
     return o ? (o->flags & MDF_INTEG_CELL) != 0 : -1;
 }
 
-const char *const *mdf_model_names(void) { return model_names; }
+
+/* The built-in extensions, registered through the public calls. */
+mdf_status mdf_register_builtins(mdf_error *err)
+{
+    return mdf_register_model(&mdf_lj_model_def, err);
+}

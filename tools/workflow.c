@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <yaml.h>
 #include "workflow.h"
+#include "mdflow/extension.h"
 
 #define WF_DEFAULT_MAX_STEPS 1000000
 #define WF_LIST_MAX 512
@@ -337,9 +338,8 @@ static mdf_status parse_model_type(wf_ctx *c, const yaml_node_t *n)
     char type[WF_NAME_MAX];
     mdf_status st = get_string(c, n, "model.type", "lj", type, sizeof type);
     if (st != MDF_OK) return st;
-    const char *const *names = mdf_model_names();
     char known[WF_LIST_MAX] = "";
-    for (size_t k = 0; names[k]; k++) append(known, sizeof known, names[k]);
+    for (size_t k = 0; k < mdf_model_def_count(); k++) append(known, sizeof known, mdf_model_def_at(k)->name);
     /* Only Lennard-Jones has a configuration here; another model needs its own keys. */
     if (strcmp(type, "lj") != 0)
         return fail_at(c, n, MDF_ERR_INVALID, "unknown model type '%s': use one of %s", type, known);

@@ -53,8 +53,8 @@ double mdf_model_cutoff(const mdf_model *m);
 /* Whether the model knows element z. */
 int mdf_model_has_element(const mdf_model *m, int z);
 
-/* Registry: names of the models, NULL-terminated. */
-const char *const *mdf_model_names(void);
+/* The registry of models by name, and models built from named parameters
+ * (any registered model, plugins' too): see mdflow/extension.h. */
 
 #ifdef __cplusplus
 }
