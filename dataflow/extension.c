@@ -202,12 +202,14 @@ static mdf_status check_params_table(const char *kind, const char *name, const m
                                      mdf_error *err)
 {
     for (size_t k = 0; defs && defs[k].name; k++) {
-        size_t width = defs[k].type == MDF_PARAM_TYPE_DOUBLE ? sizeof(double) : sizeof(int32_t);
+        size_t width = defs[k].type == MDF_PARAM_TYPE_DOUBLE   ? sizeof(double)
+                       : defs[k].type == MDF_PARAM_TYPE_STRING ? (size_t)MDF_PARAM_STRING_MAX
+                                                               : sizeof(int32_t);
         if (defs[k].offset + width > size)
             return mdf_error_set(err, MDF_ERR_INVALID,
                                  "%s %s of %s: parameter %s lies outside its block of %zu bytes (set params_size)",
                                  kind, name, origin_text(), defs[k].name, size);
-        if (!(defs[k].def >= defs[k].min && defs[k].def <= defs[k].max))
+        if (defs[k].type != MDF_PARAM_TYPE_STRING && !(defs[k].def >= defs[k].min && defs[k].def <= defs[k].max))
             return mdf_error_set(err, MDF_ERR_INVALID,
                                  "%s %s of %s: the default of parameter %s lies outside its own range", kind, name,
                                  origin_text(), defs[k].name);
@@ -382,7 +384,7 @@ mdf_status mdf_sink_create_named(const char *name, const mdf_param_list *params,
 
 /* ---- models by name ------------------------------------------------------------ */
 
-#define MODEL_ROWS_MAX 64
+#define MODEL_ROWS_MAX 40
 
 typedef struct model_row {
     int z[2];              /* species: z[1] = 0 */

@@ -25,6 +25,7 @@ const mdf_param_def *mdf_params_find(const mdf_param_def *defs, const char *name
 
 static void store(const mdf_param_def *d, void *block, double v)
 {
+    if (d->type == MDF_PARAM_TYPE_STRING) return; /* set from text only */
     char *field = (char *)block + d->offset;
     if (d->type == MDF_PARAM_TYPE_DOUBLE) memcpy(field, &v, sizeof v);
     else {
@@ -36,6 +37,7 @@ static void store(const mdf_param_def *d, void *block, double v)
 double mdf_params_get(const mdf_param_def *d, const void *block)
 {
     const char *field = (const char *)block + d->offset;
+    if (d->type == MDF_PARAM_TYPE_STRING) return 0.0;
     if (d->type == MDF_PARAM_TYPE_DOUBLE) {
         double v;
         memcpy(&v, field, sizeof v);
@@ -48,14 +50,17 @@ double mdf_params_get(const mdf_param_def *d, const void *block)
 
 void mdf_params_defaults(const mdf_param_def *defs, void *block)
 {
-    for (size_t k = 0; defs && defs[k].name; k++) store(&defs[k], block, defs[k].def);
+    for (size_t k = 0; defs && defs[k].name; k++) {
+        if (defs[k].type == MDF_PARAM_TYPE_STRING) memset((char *)block + defs[k].offset, 0, MDF_PARAM_STRING_MAX);
+        else store(&defs[k], block, defs[k].def);
+    }
 }
 
 /* "[min, max)" with the unit, as messages and listings write a range. */
 static void format_range(const mdf_param_def *d, char *buf, size_t size)
 {
-    if (d->type == MDF_PARAM_TYPE_BOOL) {
-        snprintf(buf, size, "true or false");
+    if (d->type == MDF_PARAM_TYPE_BOOL || d->type == MDF_PARAM_TYPE_STRING) {
+        snprintf(buf, size, d->type == MDF_PARAM_TYPE_BOOL ? "true or false" : "text");
         return;
     }
     char lo[32], hi[32];
@@ -71,6 +76,7 @@ static void format_range(const mdf_param_def *d, char *buf, size_t size)
 
 static int in_range(const mdf_param_def *d, double v)
 {
+    if (d->type == MDF_PARAM_TYPE_STRING) return 1;
     if (isnan(v)) return 0;
     if (d->type == MDF_PARAM_TYPE_DOUBLE && !isfinite(v) && !(isinf(v) && (isinf(d->min) || isinf(d->max))))
         return 0;
@@ -131,6 +137,13 @@ mdf_status mdf_params_set(const mdf_param_def *defs, void *block, const char *ow
                              owner, names);
     }
     double v;
+    if (d->type == MDF_PARAM_TYPE_STRING) {
+        if (strlen(value) >= MDF_PARAM_STRING_MAX)
+            return mdf_error_set(err, MDF_ERR_INVALID, "parameter %s of %s: the text is longer than %d characters",
+                                 name, owner, MDF_PARAM_STRING_MAX - 1);
+        snprintf((char *)block + d->offset, MDF_PARAM_STRING_MAX, "%s", value);
+        return MDF_OK;
+    }
     if (d->type == MDF_PARAM_TYPE_BOOL) {
         if (!parse_bool(value, &v))
             return mdf_error_set(err, MDF_ERR_INVALID, "parameter %s of %s: '%s' is not true or false", name, owner,
@@ -171,8 +184,9 @@ void mdf_params_format(const mdf_param_def *defs, const void *block, char *buf, 
     buf[0] = '\0';
     size_t used = 0;
     for (size_t k = 0; defs && defs[k].name && used + 1 < size; k++) {
-        char v[40];
-        format_value(&defs[k], mdf_params_get(&defs[k], block), v, sizeof v);
+        char v[MDF_PARAM_STRING_MAX];
+        if (defs[k].type == MDF_PARAM_TYPE_STRING) snprintf(v, sizeof v, "%s", (const char *)block + defs[k].offset);
+        else format_value(&defs[k], mdf_params_get(&defs[k], block), v, sizeof v);
         int n = snprintf(buf + used, size - used, "%s%s=%s", k ? " " : "", defs[k].name, v);
         if (n < 0) break;
         used += (size_t)n;
@@ -184,7 +198,8 @@ void mdf_params_print(FILE *out, const mdf_param_def *defs, const char *indent)
     for (size_t k = 0; defs && defs[k].name; k++) {
         const mdf_param_def *d = &defs[k];
         char def[40], range[96];
-        format_value(d, d->def, def, sizeof def);
+        if (d->type == MDF_PARAM_TYPE_STRING) snprintf(def, sizeof def, "none");
+        else format_value(d, d->def, def, sizeof def);
         format_range(d, range, sizeof range);
         fprintf(out, "%s%-16s %s (default %s; %s)\n", indent, d->name, d->help ? d->help : "", def, range);
     }

@@ -15,6 +15,7 @@
 #include "h5io.h"
 #include "../dataflow/batch_internal.h"
 #include "../codelets/sink/sink_codelet.h"
+#include "mdflow/extension.h"
 
 #define MDF_SINK_MAX_MEMBERS 8
 
@@ -831,3 +832,70 @@ void mdf_sink_destroy(mdf_sink *s)
     }
     destroy_member(s);
 }
+
+/* ---- by name ---------------------------------------------------------------------- */
+
+typedef struct memory_sink_params {
+    int32_t max_systems, max_atoms;
+} memory_sink_params;
+
+static const mdf_param_def memory_sink_defs[] = {
+    MDF_PARAM_INT(memory_sink_params, max_systems, 1024, 1, INT32_MAX, "", "capacity in systems"),
+    MDF_PARAM_INT(memory_sink_params, max_atoms, 262144, 1, INT32_MAX, "", "capacity in atoms"),
+    MDF_PARAM_END};
+
+static mdf_status host_create_named(const void *params, mdf_sink **out, mdf_error *err)
+{
+    const memory_sink_params *p = (const memory_sink_params *)params;
+    return mdf_sink_create_host(p->max_systems, p->max_atoms, out, err);
+}
+
+static mdf_status device_create_named(const void *params, mdf_sink **out, mdf_error *err)
+{
+    const memory_sink_params *p = (const memory_sink_params *)params;
+    return mdf_sink_create_device(p->max_systems, p->max_atoms, out, err);
+}
+
+typedef struct file_sink_params {
+    char path[MDF_PARAM_STRING_MAX];
+    int32_t compression, append;
+} file_sink_params;
+
+static const mdf_param_def file_sink_defs[] = {
+    MDF_PARAM_STRING(file_sink_params, path, "file to write (required)"),
+    MDF_PARAM_INT(file_sink_params, compression, 0, 0, 9, "", "deflate level (0: none)"),
+    MDF_PARAM_BOOL(file_sink_params, append, 0, "append to an existing file instead of replacing it"),
+    MDF_PARAM_END};
+
+static mdf_status file_sink_options(const file_sink_params *p, const char *kind, mdf_h5_options *o, mdf_error *err)
+{
+    if (!p->path[0]) return mdf_error_set(err, MDF_ERR_INVALID, "sink %s needs parameter path (the file to write)", kind);
+    mdf_h5_options_init(o);
+    o->compression = p->compression;
+    o->append = p->append;
+    return MDF_OK;
+}
+
+static mdf_status hdf5_create_named(const void *params, mdf_sink **out, mdf_error *err)
+{
+    mdf_h5_options o;
+    mdf_status st = file_sink_options((const file_sink_params *)params, "hdf5", &o, err);
+    return st != MDF_OK ? st : mdf_sink_create_hdf5(((const file_sink_params *)params)->path, &o, out, err);
+}
+
+static mdf_status h5md_create_named(const void *params, mdf_sink **out, mdf_error *err)
+{
+    mdf_h5_options o;
+    mdf_status st = file_sink_options((const file_sink_params *)params, "h5md", &o, err);
+    return st != MDF_OK ? st : mdf_sink_create_h5md(((const file_sink_params *)params)->path, &o, out, err);
+}
+
+const mdf_sink_def mdf_sink_def_host = {MDFLOW_API_VERSION, "host", "host memory", memory_sink_defs,
+                                        sizeof(memory_sink_params), host_create_named};
+const mdf_sink_def mdf_sink_def_device = {MDFLOW_API_VERSION, "device",
+                                          "memory of the worker that first writes (a GPU's)", memory_sink_defs,
+                                          sizeof(memory_sink_params), device_create_named};
+const mdf_sink_def mdf_sink_def_hdf5 = {MDFLOW_API_VERSION, "hdf5", "CSR structure datasets (docs/hdf5.md)",
+                                        file_sink_defs, sizeof(file_sink_params), hdf5_create_named};
+const mdf_sink_def mdf_sink_def_h5md = {MDFLOW_API_VERSION, "h5md", "H5MD 1.0 trajectory", file_sink_defs,
+                                        sizeof(file_sink_params), h5md_create_named};

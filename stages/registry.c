@@ -63,8 +63,23 @@ int mdf_integrator_changes_cell(const char *name)
 }
 
 
-/* The built-in extensions, registered through the public calls. */
+extern const mdf_hook_def mdf_hook_def_log, mdf_hook_def_nan_check, mdf_hook_def_force_clamp, mdf_hook_def_drift,
+    mdf_hook_def_freeze, mdf_hook_def_wrap, mdf_hook_def_timing, mdf_hook_def_thermo;
+extern const mdf_sink_def mdf_sink_def_host, mdf_sink_def_device, mdf_sink_def_hdf5, mdf_sink_def_h5md;
+
+/* The built-in extensions, registered through the public calls: one line
+ * each. */
 mdf_status mdf_register_builtins(mdf_error *err)
 {
-    return mdf_register_model(&mdf_lj_model_def, err);
+    mdf_status st = mdf_register_model(&mdf_lj_model_def, err);
+    const mdf_hook_def *const hook_defs[] = {&mdf_hook_def_log,    &mdf_hook_def_nan_check, &mdf_hook_def_force_clamp,
+                                             &mdf_hook_def_drift,  &mdf_hook_def_freeze,    &mdf_hook_def_wrap,
+                                             &mdf_hook_def_timing, &mdf_hook_def_thermo};
+    for (size_t k = 0; st == MDF_OK && k < sizeof hook_defs / sizeof hook_defs[0]; k++)
+        st = mdf_register_hook(hook_defs[k], err);
+    const mdf_sink_def *const sink_defs[] = {&mdf_sink_def_host, &mdf_sink_def_device, &mdf_sink_def_hdf5,
+                                             &mdf_sink_def_h5md};
+    for (size_t k = 0; st == MDF_OK && k < sizeof sink_defs / sizeof sink_defs[0]; k++)
+        st = mdf_register_sink(sink_defs[k], err);
+    return st;
 }

@@ -27,8 +27,12 @@ extern "C" {
 typedef enum mdf_param_type {
     MDF_PARAM_TYPE_DOUBLE = 0, /* double field */
     MDF_PARAM_TYPE_INT = 1,    /* int32_t field; values must be whole numbers */
-    MDF_PARAM_TYPE_BOOL = 2    /* int32_t field, 0 or 1 (true/false/yes/no/on/off/1/0) */
+    MDF_PARAM_TYPE_BOOL = 2,   /* int32_t field, 0 or 1 (true/false/yes/no/on/off/1/0) */
+    MDF_PARAM_TYPE_STRING = 3  /* char[MDF_PARAM_STRING_MAX] field (a path, a name);
+                                * default empty, no range */
 } mdf_param_type;
+
+#define MDF_PARAM_STRING_MAX 256
 
 /* mdf_param_def.flags */
 #define MDF_PARAM_MIN_OPEN 1u /* the range excludes min */
@@ -51,6 +55,8 @@ typedef struct mdf_param_def {
     {#field, MDF_PARAM_TYPE_INT, offsetof(block, field), (def), (min), (max), 0u, (unit), (help)}
 #define MDF_PARAM_BOOL(block, field, def, help) \
     {#field, MDF_PARAM_TYPE_BOOL, offsetof(block, field), (def), 0.0, 1.0, 0u, "", (help)}
+#define MDF_PARAM_STRING(block, field, help) \
+    {#field, MDF_PARAM_TYPE_STRING, offsetof(block, field), 0.0, 0.0, 0.0, 0u, "", (help)}
 #define MDF_PARAM_END {NULL, MDF_PARAM_TYPE_DOUBLE, 0, 0.0, 0.0, 0.0, 0u, NULL, NULL}
 
 /* Entries of a table (up to its MDF_PARAM_END; a NULL table has none). */
@@ -69,7 +75,7 @@ mdf_status mdf_params_set(const mdf_param_def *defs, void *block, const char *ow
 /* Checks every value of block against its range (the first that fails). */
 mdf_status mdf_params_check(const mdf_param_def *defs, const void *block, const char *owner, mdf_error *err);
 
-/* The value of one entry as a double (ints and bools converted). */
+/* The value of one entry as a double (ints and bools converted; strings 0). */
 double mdf_params_get(const mdf_param_def *def, const void *block);
 
 /* Writes "name=value name=value ..." of block into buf (for logs). */
@@ -84,9 +90,9 @@ void mdf_params_print(FILE *out, const mdf_param_def *defs, const char *indent);
  * What a user asked for, before the extension that reads it is known (a
  * stage's method params, a model's): names and values as text, applied to
  * the extension's block when it is created. */
-#define MDF_PARAM_LIST_MAX 32
+#define MDF_PARAM_LIST_MAX 24
 #define MDF_PARAM_NAME_MAX 40
-#define MDF_PARAM_VALUE_MAX 40
+#define MDF_PARAM_VALUE_MAX MDF_PARAM_STRING_MAX
 
 typedef struct mdf_param_list {
     int n;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include "../hook_internal.h"
 #include "../../codelets/host/host_view_codelet.h"
+#include "mdflow/extension.h"
 
 typedef struct drift_impl {
     double threshold;          /* eV per atom */
@@ -133,3 +134,28 @@ mdf_status mdf_hook_create_drift_monitor(double threshold_ev_per_atom, mdf_drift
     impl->warn_to = warn_to;
     return mdf_hook_new(&drift_ops, "drift_monitor", MDF_AFTER_STEP, every, impl, out, err);
 }
+
+/* ---- by name ---------------------------------------------------------------------- */
+
+typedef struct drift_params {
+    double threshold;
+    int32_t every, stop;
+} drift_params;
+
+static const mdf_param_def drift_defs[] = {
+    MDF_PARAM_DOUBLE(drift_params, threshold, 1e-3, 0.0, INFINITY, MDF_PARAM_MIN_OPEN, "eV/atom",
+                     "conserved-energy drift that warns (or stops)"),
+    MDF_PARAM_INT(drift_params, every, 10, 1, INT32_MAX, "steps", "check every N steps"),
+    MDF_PARAM_BOOL(drift_params, stop, 0, "stop the run instead of warning"),
+    MDF_PARAM_END};
+
+static mdf_status drift_create_named(const void *params, mdf_hook **out, mdf_error *err)
+{
+    const drift_params *p = (const drift_params *)params;
+    return mdf_hook_create_drift_monitor(p->threshold, p->stop ? MDF_DRIFT_STOP : MDF_DRIFT_WARN, p->every, NULL, out,
+                                         err);
+}
+
+const mdf_hook_def mdf_hook_def_drift = {MDFLOW_API_VERSION, "drift_monitor",
+                                         "watches each system's conserved energy per atom",
+                                         drift_defs, sizeof(drift_params), drift_create_named};

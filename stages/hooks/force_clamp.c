@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include "../hook_internal.h"
 #include "../../codelets/hooks/hooks_codelet.h"
+#include "mdflow/extension.h"
 
 typedef struct clamp_impl {
     double max_force;
@@ -31,3 +32,23 @@ mdf_status mdf_hook_create_force_clamp(double max_force, mdf_hook **out, mdf_err
     impl->max_force = max_force;
     return mdf_hook_new(&clamp_ops, "force_clamp", MDF_AFTER_COMPUTE, 1, impl, out, err);
 }
+
+/* ---- by name ---------------------------------------------------------------------- */
+
+typedef struct clamp_params {
+    double max_force;
+} clamp_params;
+
+static const mdf_param_def clamp_defs[] = {
+    MDF_PARAM_DOUBLE(clamp_params, max_force, 10.0, 0.0, INFINITY, MDF_PARAM_MIN_OPEN, "eV/Å",
+                     "longest force kept; longer ones are scaled down"),
+    MDF_PARAM_END};
+
+static mdf_status clamp_create_named(const void *params, mdf_hook **out, mdf_error *err)
+{
+    return mdf_hook_create_force_clamp(((const clamp_params *)params)->max_force, out, err);
+}
+
+const mdf_hook_def mdf_hook_def_force_clamp = {MDFLOW_API_VERSION, "force_clamp",
+                                               "scales every force longer than max_force down, keeping its direction",
+                                               clamp_defs, sizeof(clamp_params), clamp_create_named};

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include "../hook_internal.h"
 #include "../rows.h"
+#include "mdflow/extension.h"
 
 #define LOG_HEADER "step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K\n"
 #define LOG_ROW_MAX 160 /* bytes of one row, generously */
@@ -327,3 +328,26 @@ mdf_status mdf_hook_create_log(const char *path, int64_t every, mdf_hook **out, 
     memcpy(L->tmp_path + n, ".tmp", 5);
     return mdf_hook_new(&log_ops, "log", MDF_AFTER_STEP, every, L, out, err);
 }
+
+/* ---- by name: hooks: [{type: log, params: {path: run.csv, every: 10}}] ---- */
+
+typedef struct log_params {
+    char path[MDF_PARAM_STRING_MAX];
+    int32_t every;
+} log_params;
+
+static const mdf_param_def log_defs[] = {
+    MDF_PARAM_STRING(log_params, path, "CSV file to write (required)"),
+    MDF_PARAM_INT(log_params, every, 10, 1, INT32_MAX, "steps", "a row per system every N steps"),
+    MDF_PARAM_END};
+
+static mdf_status log_create_named(const void *params, mdf_hook **out, mdf_error *err)
+{
+    const log_params *p = (const log_params *)params;
+    if (!p->path[0]) return mdf_error_set(err, MDF_ERR_INVALID, "hook log needs parameter path (the CSV file to write)");
+    return mdf_hook_create_log(p->path, p->every, out, err);
+}
+
+const mdf_hook_def mdf_hook_def_log = {MDFLOW_API_VERSION, "log",
+                                       "per-system CSV rows: step, id, status, energy, fmax, temperature",
+                                       log_defs, sizeof(log_params), log_create_named};

@@ -10,6 +10,7 @@
 #include "../hook_internal.h"
 #include "../../codelets/hooks/hooks_codelet.h"
 #include "../../codelets/host/host_view_codelet.h"
+#include "mdflow/extension.h"
 
 _Static_assert(MDF_HOOKS_STATUS_FAILED == MDF_STATUS_FAILED, "kernel and public failed status agree");
 _Static_assert(MDF_HOOKS_NAN_STOP == MDF_NAN_STOP && MDF_HOOKS_NAN_QUARANTINE == MDF_NAN_QUARANTINE,
@@ -147,3 +148,24 @@ mdf_status mdf_hook_create_nan_check(int64_t every, mdf_nan_action action, FILE 
     impl->warn_to = warn_to;
     return mdf_hook_new(&nan_ops, "nan_check", MDF_AFTER_POST_UPDATE, every, impl, out, err);
 }
+
+/* ---- by name ---------------------------------------------------------------------- */
+
+typedef struct nan_params {
+    int32_t every, quarantine;
+} nan_params;
+
+static const mdf_param_def nan_defs[] = {
+    MDF_PARAM_INT(nan_params, every, 1, 1, INT32_MAX, "steps", "check every N steps"),
+    MDF_PARAM_BOOL(nan_params, quarantine, 0, "move a system with NaN/Inf to status -1 and go on (default: stop)"),
+    MDF_PARAM_END};
+
+static mdf_status nan_create_named(const void *params, mdf_hook **out, mdf_error *err)
+{
+    const nan_params *p = (const nan_params *)params;
+    return mdf_hook_create_nan_check(p->every, p->quarantine ? MDF_NAN_QUARANTINE : MDF_NAN_STOP, NULL, out, err);
+}
+
+const mdf_hook_def mdf_hook_def_nan_check = {MDFLOW_API_VERSION, "nan_check",
+                                             "stops (or quarantines) on NaN/Inf positions, velocities, forces, energy",
+                                             nan_defs, sizeof(nan_params), nan_create_named};

@@ -8,6 +8,7 @@
 #include "../hook_internal.h"
 #include "../rows.h"
 #include "mdflow/units.h"
+#include "mdflow/extension.h"
 
 typedef struct thermo_impl {
     FILE *out;
@@ -115,3 +116,27 @@ mdf_status mdf_hook_create_thermo(FILE *out, int per_system, int64_t every, doub
     t->dt_fs = dt_fs;
     return mdf_hook_new(&thermo_ops, "thermo", MDF_AFTER_STEP, every, t, hout, err);
 }
+
+/* ---- by name: rows on standard output ------------------------------------------- */
+
+typedef struct thermo_params {
+    int32_t every, per_system;
+    double dt_fs;
+} thermo_params;
+
+static const mdf_param_def thermo_defs[] = {
+    MDF_PARAM_INT(thermo_params, every, 10, 1, INT32_MAX, "steps", "a row every N steps"),
+    MDF_PARAM_BOOL(thermo_params, per_system, 0, "one row per system instead of batch totals"),
+    MDF_PARAM_DOUBLE(thermo_params, dt_fs, 1.0, 0.0, INFINITY, MDF_PARAM_MIN_OPEN, "fs",
+                     "time step, for the time column"),
+    MDF_PARAM_END};
+
+static mdf_status thermo_create_named(const void *params, mdf_hook **out, mdf_error *err)
+{
+    const thermo_params *p = (const thermo_params *)params;
+    return mdf_hook_create_thermo(stdout, p->per_system, p->every, p->dt_fs, out, err);
+}
+
+const mdf_hook_def mdf_hook_def_thermo = {MDFLOW_API_VERSION, "thermo",
+                                          "LAMMPS-style thermo rows on standard output", thermo_defs,
+                                          sizeof(thermo_params), thermo_create_named};

@@ -10,6 +10,7 @@
 #include <time.h>
 #include "../hook_internal.h"
 #include "../../codelets/host/host_view_codelet.h"
+#include "mdflow/extension.h"
 
 typedef struct shard_clock {
     int64_t first_step, last_step;  /* -1: none yet */
@@ -134,3 +135,15 @@ mdf_status mdf_hook_timing_get(const mdf_hook *h, mdf_timing_report *out, mdf_er
     *out = ((const timing_impl *)h->impl)->report;
     return MDF_OK;
 }
+
+/* ---- by name: reports to standard error when the run ends ----------------------- */
+
+static mdf_status timing_create_named(const void *params, mdf_hook **out, mdf_error *err)
+{
+    (void)params;
+    return mdf_hook_create_timing(stderr, out, err);
+}
+
+const mdf_hook_def mdf_hook_def_timing = {MDFLOW_API_VERSION, "timing",
+                                          "wall time of the stage's steps, reported on standard error at the end",
+                                          NULL, 0, timing_create_named};
