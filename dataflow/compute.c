@@ -8,6 +8,7 @@
 #include "../codelets/nlist/nlist_codelet.h"
 #include "../codelets/reduce/reduce_codelet.h"
 #include "../codelets/common/mdf_codelet.h"
+#include "../codelets/gather/gather_codelet.h"
 
 #define MDF_DEFAULT_SKIN 1.0
 /* Automatic chunk size: enough chunks for every worker to share a batch
@@ -28,6 +29,12 @@ typedef struct shard_ws {
     mdf_sys_result *rpart_mem[MDF_REDUCE_MAX_CHUNKS];
     starpu_data_handle_t fparts[MDF_REDUCE_MAX_CHUNKS];
     starpu_data_handle_t rparts[MDF_REDUCE_MAX_CHUNKS];
+    /* Many-body models (an auxiliary pass): the shard's per-atom values and
+     * each chunk's rows of them (several chunks only). */
+    double *aux_mem;
+    starpu_data_handle_t aux;
+    double *auxpart_mem[MDF_REDUCE_MAX_CHUNKS];
+    starpu_data_handle_t auxparts[MDF_REDUCE_MAX_CHUNKS];
 } shard_ws;
 
 struct mdf_compute {
@@ -147,6 +154,8 @@ static void *aligned_zero(size_t bytes)
     return p;
 }
 
+static mdf_status create_aux(const mdf_compute *c, const mdf_shard *sh, shard_ws *w, mdf_error *err);
+
 static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws *w, mdf_error *err)
 {
     const mdf_sys_info *sys = c->b->sys + sh->sys_off;
@@ -195,12 +204,35 @@ static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws 
         starpu_vector_data_register(&w->rparts[k], STARPU_MAIN_RAM, (uintptr_t)w->rpart_mem[k],
                                     (uint32_t)sh->sys_cap, sizeof(mdf_sys_result));
     }
+    return create_aux(c, sh, w, err);
+}
+
+/* The auxiliary pass's arrays: the shard's, and each chunk's rows when the
+ * shard has several chunks (they write side by side, then a gather). */
+static mdf_status create_aux(const mdf_compute *c, const mdf_shard *sh, shard_ws *w, mdf_error *err)
+{
+    int32_t per = mdf_model_aux_per_atom(c->m);
+    if (per == 0) return MDF_OK;
+    size_t n = (size_t)sh->atom_cap * (size_t)per;
+    w->aux_mem = aligned_zero(sizeof(double) * n);
+    if (!w->aux_mem) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard %d's per-atom model values", sh->index);
+    mdf_blob_register(&w->aux, STARPU_MAIN_RAM, (uintptr_t)w->aux_mem, sizeof(double) * n);
+    for (int k = 0; w->nchunks > 1 && k < w->nchunks; k++) {
+        size_t rows = (size_t)(w->chunks[k].atom_end - w->chunks[k].atom_begin) * (size_t)per;
+        w->auxpart_mem[k] = aligned_zero(sizeof(double) * (rows ? rows : 1));
+        if (!w->auxpart_mem[k])
+            return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard %d's per-atom model values", sh->index);
+        mdf_blob_register(&w->auxparts[k], STARPU_MAIN_RAM, (uintptr_t)w->auxpart_mem[k],
+                          sizeof(double) * (rows ? rows : 1));
+    }
     return MDF_OK;
 }
 
 static void destroy_shard_ws(shard_ws *w)
 {
     for (int k = 0; k < w->nchunks; k++) {
+        if (w->auxparts[k]) starpu_data_unregister(w->auxparts[k]);
+        free(w->auxpart_mem[k]);
         if (w->lists[k]) starpu_data_unregister(w->lists[k]);
         if (w->fparts[k]) starpu_data_unregister(w->fparts[k]);
         if (w->rparts[k]) starpu_data_unregister(w->rparts[k]);
@@ -208,6 +240,8 @@ static void destroy_shard_ws(shard_ws *w)
         free(w->fpart_mem[k]);
         free(w->rpart_mem[k]);
     }
+    if (w->aux) starpu_data_unregister(w->aux);
+    free(w->aux_mem);
     if (w->bins) starpu_data_unregister(w->bins);
     free(w->bins_mem);
 }
@@ -333,6 +367,32 @@ static mdf_status submitted(int ret, const char *what, int shard, mdf_error *err
                          shard, ret);
 }
 
+/* A many-body model's auxiliary pass over shard k: each chunk writes its
+ * own rows (its part, or the shard's array when it is the only chunk),
+ * then one task gathers the parts. */
+static mdf_status submit_aux_pass(mdf_compute *c, int k, int32_t lo, int32_t hi, mdf_error *err)
+{
+    const mdf_shard *sh = &c->b->shards[k];
+    shard_ws *w = &c->ws[k];
+    int split = w->nchunks > 1;
+    mdf_status st = MDF_OK;
+    for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
+        mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
+                            .bins = w->bins, .chunk = w->chunks[q], .status_lo = lo, .status_hi = hi,
+                            .partial = split};
+        st = submitted(mdf_model_insert_aux(c->m, &t, split ? w->auxparts[q] : w->aux), "the model's first pass", k,
+                       err);
+    }
+    if (st != MDF_OK || !split) return st;
+    mdf_gather_args g = {.work = (int64_t)sh->natoms * mdf_model_aux_per_atom(c->m), .nparts = w->nchunks,
+                         .per_atom = mdf_model_aux_per_atom(c->m)};
+    for (int q = 0; q < w->nchunks; q++) {
+        g.begin[q] = w->chunks[q].atom_begin;
+        g.count[q] = w->chunks[q].atom_end - w->chunks[q].atom_begin;
+    }
+    return submitted(mdf_insert_gather(w->auxparts, w->aux, &g), "the gather of per-atom model values", k, err);
+}
+
 /* One evaluation of shard k's systems with a status in [lo, hi]. With one
  * chunk, the model writes `force` and `res` (the shard's own arrays, or
  * scratch of their shape). */
@@ -366,10 +426,11 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
                        "neighbour lists", k, err);
     }
     int split = w->nchunks > 1;
+    if (st == MDF_OK && w->aux) st = submit_aux_pass(c, k, lo, hi, err);
     for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
         mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
                             .bins = w->bins, .forces = split ? w->fparts[q] : force,
-                            .results = split ? w->rparts[q] : res, .chunk = w->chunks[q],
+                            .results = split ? w->rparts[q] : res, .aux = w->aux, .chunk = w->chunks[q],
                             .flags = flags, .status_lo = lo, .status_hi = hi, .partial = split};
         st = submitted(mdf_model_insert(c->m, &t), "the model", k, err);
     }

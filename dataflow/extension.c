@@ -18,6 +18,8 @@
 
 typedef struct entry {
     const void *def;
+    struct starpu_codelet *aux_cl; /* models with an auxiliary pass */
+    struct starpu_perfmodel *aux_pm;
     const char *name;
     const char *const *aliases;
     const char *origin;          /* "built-in" or the plugin's file */
@@ -226,40 +228,79 @@ mdf_status mdf_register_method(const mdf_method *m, mdf_error *err)
     return st != MDF_OK ? st : register_locked(&methods, m, m->name, m->aliases, m->api_version, err);
 }
 
-/* A model's codelet: the def's functions with the buffer layout of
- * extension.h and a history-based performance model per name. */
-static mdf_status build_model_codelet(entry *e, const mdf_model_def *d, mdf_error *err)
+/* One codelet with a history-based performance model named `symbol`. */
+static mdf_status new_codelet(const char *symbol, void (*cpu)(void **, void *), const char *cpu_name,
+                              void (*cuda)(void **, void *), int nbuffers, const enum starpu_data_access_mode *modes,
+                              struct starpu_codelet **cl_out, struct starpu_perfmodel **pm_out, mdf_error *err)
 {
     struct starpu_codelet *cl = calloc(1, sizeof *cl);
     struct starpu_perfmodel *pm = calloc(1, sizeof *pm);
-    char *symbol = malloc(strlen(d->name) + 12);
-    if (!cl || !pm || !symbol) {
+    char *name = strdup(symbol);
+    if (!cl || !pm || !name) {
         free(cl);
         free(pm);
-        free(symbol);
-        return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for model %s's codelet", d->name);
+        free(name);
+        return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for codelet %s", symbol);
     }
-    sprintf(symbol, "mdf_model_%s", d->name);
     pm->type = STARPU_HISTORY_BASED;
-    pm->symbol = symbol;
+    pm->symbol = name;
     pm->footprint = mdf_footprint_by_work;
-    cl->cpu_funcs[0] = d->cpu_func;
-    cl->cpu_funcs_name[0] = d->cpu_func_name;
+    cl->cpu_funcs[0] = cpu;
+    cl->cpu_funcs_name[0] = cpu_name;
 #if MDF_CUDA_ENABLED
-    if (d->cuda_func) {
-        cl->cuda_funcs[0] = d->cuda_func;
+    if (cuda) {
+        cl->cuda_funcs[0] = cuda;
         cl->cuda_flags[0] = STARPU_CUDA_ASYNC;
     }
+#else
+    (void)cuda;
 #endif
-    cl->nbuffers = 8;
-    enum starpu_data_access_mode modes[8] = {STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_RW, STARPU_RW,
-                                             STARPU_R};
-    memcpy(cl->modes, modes, sizeof modes);
+    /* StarPU 1.3 declares at most STARPU_NMAXBUFS (8) buffers in a codelet;
+     * more make it variable, with the modes given per task. */
+    if (nbuffers > STARPU_NMAXBUFS) cl->nbuffers = STARPU_VARIABLE_NBUFFERS;
+    else {
+        cl->nbuffers = nbuffers;
+        memcpy(cl->modes, modes, sizeof(*modes) * (size_t)nbuffers);
+    }
     cl->model = pm;
-    cl->name = symbol;
-    e->cl = cl;
-    e->pm = pm;
+    cl->name = name;
+    *cl_out = cl;
+    *pm_out = pm;
     return MDF_OK;
+}
+
+static void free_codelet(struct starpu_codelet *cl, struct starpu_perfmodel *pm)
+{
+    if (pm) free((char *)pm->symbol);
+    free(cl);
+    free(pm);
+}
+
+/* A model's codelets: the def's functions with the buffer layouts of
+ * extension.h, performance models mdf_model_NAME (and mdf_model_NAME_aux). */
+static const enum starpu_data_access_mode model_modes[9] = {STARPU_R,  STARPU_R,  STARPU_R, STARPU_R, STARPU_R,
+                                                            STARPU_RW, STARPU_RW, STARPU_R, STARPU_R};
+
+static mdf_status build_model_codelet(entry *e, const mdf_model_def *d, mdf_error *err)
+{
+    const enum starpu_data_access_mode *modes = model_modes;
+    static const enum starpu_data_access_mode aux_modes[7] = {STARPU_R, STARPU_R, STARPU_R, STARPU_R,
+                                                              STARPU_R, STARPU_W, STARPU_R};
+    char symbol[128];
+    snprintf(symbol, sizeof symbol, "mdf_model_%s", d->name);
+    int aux = d->aux_per_atom > 0;
+    mdf_status st = new_codelet(symbol, d->cpu_func, d->cpu_func_name, d->cuda_func, aux ? 9 : 8, modes, &e->cl,
+                                &e->pm, err);
+    if (st != MDF_OK || !aux) return st;
+    snprintf(symbol, sizeof symbol, "mdf_model_%s_aux", d->name);
+    st = new_codelet(symbol, d->aux_cpu_func, d->aux_cpu_func_name, d->aux_cuda_func, 7, aux_modes, &e->aux_cl,
+                     &e->aux_pm, err);
+    if (st != MDF_OK) {
+        free_codelet(e->cl, e->pm);
+        e->cl = NULL;
+        e->pm = NULL;
+    }
+    return st;
 }
 
 mdf_status mdf_register_model(const mdf_model_def *d, mdf_error *err)
@@ -267,6 +308,11 @@ mdf_status mdf_register_model(const mdf_model_def *d, mdf_error *err)
     if (!d || !d->setup || !d->cpu_func)
         return mdf_error_set(err, MDF_ERR_INVALID, "%s registers a model without setup or cpu_func (both required)",
                              origin_text());
+    if (d->aux_per_atom < 0 || (d->aux_per_atom > 0 && !d->aux_cpu_func))
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "%s registers model %s with aux_per_atom %d but no aux_cpu_func: a model with an "
+                             "auxiliary pass needs its CPU function",
+                             origin_text(), d->name ? d->name : "?", (int)d->aux_per_atom);
     const char *name = d->name ? d->name : "?";
     mdf_status st = check_params_table("model", name, d->params, d->params_size, err);
     if (st == MDF_OK) st = check_params_table("model", name, d->species_params, d->species_size, err);
@@ -542,10 +588,12 @@ mdf_status mdf_model_from_setup(const mdf_model_def *d, mdf_model_setup *s, mdf_
                              "model %s's setup gave no parameter blob, cutoff or density hint (all are required)",
                              d->name);
     }
-    struct starpu_codelet *cl = NULL;
+    struct starpu_codelet *cl = NULL, *aux_cl = NULL;
     if (mdf_model_def_find(d->name) == d) { /* registers the built-ins first */
         pthread_mutex_lock(&reg_lock);
-        cl = find_entry(&models, d->name)->cl;
+        const entry *e = find_entry(&models, d->name);
+        cl = e->cl;
+        aux_cl = e->aux_cl;
         pthread_mutex_unlock(&reg_lock);
     }
     mdf_model *m = cl ? calloc(1, sizeof *m) : NULL;
@@ -556,6 +604,7 @@ mdf_status mdf_model_from_setup(const mdf_model_def *d, mdf_model_setup *s, mdf_
     }
     m->def = d;
     m->cl = cl;
+    m->aux_cl = aux_cl;
     m->blob = s->blob;
     m->cutoff = s->cutoff;
     m->density_hint = s->density_hint;
@@ -576,8 +625,16 @@ int mdf_model_insert(const mdf_model *m, const mdf_model_task *t)
     mdf_model_args a = {.work = t->chunk.atom_end - t->chunk.atom_begin, .chunk = t->chunk,
                         .want_virial = (t->flags & MDF_COMPUTE_VIRIAL) != 0, .status_lo = t->status_lo,
                         .status_hi = t->status_hi, .partial = t->partial != 0};
-    starpu_data_handle_t h[] = {t->pos, t->atoms, t->sys, t->list, t->bins, t->forces, t->results, m->params};
-    return mdf_submit(m->cl, &a, sizeof a, 8, h, NULL, m->cl->name);
+    starpu_data_handle_t h[] = {t->pos, t->atoms, t->sys, t->list, t->bins, t->forces, t->results, m->params, t->aux};
+    return mdf_submit(m->cl, &a, sizeof a, m->aux_cl ? 9 : 8, h, model_modes, m->cl->name);
+}
+
+int mdf_model_insert_aux(const mdf_model *m, const mdf_model_task *t, starpu_data_handle_t aux_rows)
+{
+    mdf_model_args a = {.work = t->chunk.atom_end - t->chunk.atom_begin, .chunk = t->chunk, .want_virial = 0,
+                        .status_lo = t->status_lo, .status_hi = t->status_hi, .partial = t->partial != 0};
+    starpu_data_handle_t h[] = {t->pos, t->atoms, t->sys, t->list, t->bins, aux_rows, m->params};
+    return mdf_submit(m->aux_cl, &a, sizeof a, 7, h, NULL, m->aux_cl->name);
 }
 
 void mdf_model_destroy(mdf_model *m)
@@ -615,9 +672,8 @@ static void unregister_origin(const char *origin)
         for (size_t k = 0; k < all[r]->n; k++) {
             entry *e = &all[r]->e[k];
             if (e->origin == origin) {
-                if (e->pm) free((char *)e->pm->symbol);
-                free(e->cl);
-                free(e->pm);
+                free_codelet(e->cl, e->pm);
+                free_codelet(e->aux_cl, e->aux_pm);
             } else {
                 all[r]->e[kept++] = *e;
             }

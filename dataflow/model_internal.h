@@ -14,6 +14,7 @@
 /* The handles one model task works on (the codelet's buffers, in order). */
 typedef struct mdf_model_task {
     starpu_data_handle_t pos, atoms, sys, list, bins, forces, results;
+    starpu_data_handle_t aux;  /* the shard's auxiliary values (models with a pass), else NULL */
     mdf_chunk chunk;
     int flags;             /* MDF_COMPUTE_* */
     int32_t status_lo, status_hi; /* evaluate only systems with a status in
@@ -25,6 +26,7 @@ typedef struct mdf_model_task {
 struct mdf_model {
     const mdf_model_def *def;
     struct starpu_codelet *cl;    /* the registry's, built from def (one per name) */
+    struct starpu_codelet *aux_cl; /* its auxiliary pass (def->aux_per_atom > 0), else NULL */
     void *blob;                   /* the setup's device parameters */
     starpu_data_handle_t params;  /* blob, registered once, cached on each device */
     double cutoff;                /* largest cutoff, Å */
@@ -45,6 +47,11 @@ struct mdf_model {
 
 /* Submits the model's task for one chunk; 0 or StarPU's error code. */
 int mdf_model_insert(const mdf_model *m, const mdf_model_task *t);
+/* Submits the auxiliary pass of one chunk, writing `aux_rows` (the chunk's
+ * rows, or the shard's whole array when the chunk is the shard's only one). */
+int mdf_model_insert_aux(const mdf_model *m, const mdf_model_task *t, starpu_data_handle_t aux_rows);
+/* Doubles per atom of the model's auxiliary pass (0: none). */
+static inline int32_t mdf_model_aux_per_atom(const mdf_model *m) { return m->aux_cl ? m->def->aux_per_atom : 0; }
 
 /* Builds a model of definition d from what its setup produced (takes the
  * blob, also on failure). */

@@ -32,6 +32,14 @@ uint32_t mdf_footprint_by_work(struct starpu_task *task)
     return starpu_hash_crc32c_be(bin, 0);
 }
 
+/* Frees a task that was never submitted (StarPU refuses to destroy a task
+ * still marked for destruction at its end). */
+static void mdf_task_discard(struct starpu_task *task)
+{
+    task->destroy = 0;
+    starpu_task_destroy(task);
+}
+
 int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, int nbuffers,
                const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes,
                const char *name)
@@ -40,7 +48,7 @@ int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, in
     if (!task) return -ENOMEM;
     void *copy = malloc(args_size);
     if (!copy) {
-        starpu_task_destroy(task);
+        mdf_task_discard(task);
         return -ENOMEM;
     }
     memcpy(copy, args, args_size);
@@ -52,7 +60,7 @@ int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, in
     task->nbuffers = nbuffers;
     if (nbuffers > STARPU_NMAXBUFS) {
         if (cl->nbuffers != STARPU_VARIABLE_NBUFFERS) {
-            starpu_task_destroy(task);
+            mdf_task_discard(task);
             return -EINVAL;
         }
         /* StarPU frees dyn_handles and dyn_modes with the task. */
@@ -63,7 +71,7 @@ int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, in
             free(task->dyn_modes);
             task->dyn_handles = NULL;
             task->dyn_modes = NULL;
-            starpu_task_destroy(task);
+            mdf_task_discard(task);
             return -ENOMEM;
         }
     }
@@ -78,9 +86,6 @@ int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, in
         }
     }
     int ret = starpu_task_submit(task);
-    if (ret != 0) {
-        task->destroy = 0;
-        starpu_task_destroy(task);
-    }
+    if (ret != 0) mdf_task_discard(task);
     return ret;
 }

@@ -169,6 +169,23 @@ typedef struct mdf_model_def {
     void (*cpu_func)(void *buffers[], void *cl_arg);  /* required */
     const char *cpu_func_name;                       /* for StarPU's bookkeeping (may be NULL) */
     void (*cuda_func)(void *buffers[], void *cl_arg); /* NULL: CPU only; called with STARPU_CUDA_ASYNC */
+    /* Optional auxiliary pass before the main one, for many-body models
+     * (EAM's densities): aux_per_atom > 0 doubles per atom. One task per
+     * chunk computes them for the atoms the chunk owns, [chunk.atom_begin,
+     * chunk.atom_end), from the full lists (each atom's n_up entries j > i
+     * from slot 0 and n_down entries j < i from slot M-1 down; an atom with
+     * more than M walks its cells). Its buffers:
+     *   0 pos R, 1 atoms R, 2 sys R, 3 list R, 4 bins R,
+     *   5 aux W: the chunk's atoms × aux_per_atom doubles (atom i at row
+     *     i - chunk.atom_begin), 6 the parameter blob R;
+     * its cl_arg an mdf_model_args (systems outside [status_lo, status_hi]
+     * may be skipped). mdflow gathers the chunks' rows into one array per
+     * shard, which the main codelet gets as a 9th buffer, 8 aux R
+     * (atom_cap × aux_per_atom doubles, by the shard's atom index). */
+    int32_t aux_per_atom;
+    void (*aux_cpu_func)(void *buffers[], void *cl_arg);
+    const char *aux_cpu_func_name;
+    void (*aux_cuda_func)(void *buffers[], void *cl_arg);
 } mdf_model_def;
 
 mdf_status mdf_register_model(const mdf_model_def *d, mdf_error *err);
