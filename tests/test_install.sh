@@ -4,7 +4,8 @@
 # configured prefix is never touched):
 #   every header of include/mdflow/ is installed, and each compiles alone
 #   (#include <mdflow/X.h> and nothing else) with only
-#   `pkg-config --cflags mdflow`, as C and as C++ (plugins may be C++ or CUDA);
+#   `pkg-config --cflags mdflow`, as C and as C++ (plugins may be C++ or CUDA:
+#   in a CUDA build, mdflow/extension.h also in a .cu file under nvcc);
 #   mdflow.pc's Requires names the StarPU package the library was built
 #   against, so that those flags are complete;
 #   a C and a C++ shared object that call mdf_register_model link with
@@ -20,7 +21,9 @@
 # would move Debian's multiarch StarPU and HDF5 too).
 #
 # Needs make, pkg-config, a C and a C++ compiler (CXX, default g++), nm and
-# groff; skipped without.
+# groff; skipped without. Skipped too, once the rest has passed, while
+# libmdflow does not define mdf_register_model and mdf_plugin_declare (the
+# extension API's implementation): the plugin checks need them.
 set -u
 
 HARNESS_NAME=mdflow-install
@@ -144,6 +147,18 @@ compile_alone "C (the compiler's default dialect)" c $CC
 # shellcheck disable=SC2086
 compile_alone "C11 (-std=c11 -D_DEFAULT_SOURCE -Wpedantic)" c $CC -std=c11 -D_DEFAULT_SOURCE -Wpedantic
 compile_alone "C++ ($CXX)" cc "$CXX" -Wpedantic
+# A CUDA build: a plugin's .cu file includes the extension API too.
+nvcc=$(mkvar NVCC)
+if [ -n "$nvcc" ]; then
+    printf '#include <mdflow/extension.h>\n__global__ void k(double *x) { x[0] = MDFLOW_API_VERSION; }\n' >"$T/plugin.cu"
+    # shellcheck disable=SC2086
+    if "$nvcc" -c "$T/plugin.cu" -o "$T/plugin_cu.o" $cflags >"$T/nvcc.err" 2>&1; then
+        pass "mdflow/extension.h compiles in a .cu file ($nvcc)"
+    else
+        fail "mdflow/extension.h compiles in a .cu file ($nvcc)"
+        show nvcc "$T/nvcc.err"
+    fi
+fi
 
 # ---- (b) plugins (C and C++) link with pkg-config --libs mdflow ----------------
 # Until the extension API's implementation lands, libmdflow declares
