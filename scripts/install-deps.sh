@@ -10,7 +10,7 @@ set -euo pipefail
 build_pkgs=(build-essential autoconf automake libtool pkg-config
             libstarpu-dev libhwloc-dev libhdf5-dev libyaml-dev)
 test_pkgs=(libcmocka-dev lammps python3-ase python3-numpy python3-h5py python3-mdanalysis
-           hdf5-tools valgrind)
+           hdf5-tools valgrind groff-base)
 
 pkgs=("${build_pkgs[@]}")
 [ "${1:-}" = "--build" ] || pkgs+=("${test_pkgs[@]}")
