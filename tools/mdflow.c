@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "mdflow/extension.h"
 #include "cli.h"
 #include "paths.h"
 #include "runner.h"
@@ -42,6 +43,8 @@ typedef struct md_options {
     double lj_epsilon, lj_sigma, lj_cutoff;
     int lj_shift;
     mdf_md_config md;         /* md: integrator, dt, steps, thermo; params for both */
+    mdf_param_list method_options; /* --friction, --tau-t, ... by parameter name, for
+                                    * whichever method takes them (check_md_options) */
     double temperature;
     int keep_velocities;
     int64_t seed;
@@ -255,9 +258,22 @@ static mdf_status int_option(const char *name, const char *text, int *out, mdf_e
 }
 
 /* One option; returns MDF_OK, an error, or -1 for --help. */
+/* A method's option: its value under each parameter name it sets (--tau-t
+ * is three methods' thermostat time). */
+static mdf_status method_option(md_options *o, const char *option, const char *text, const char *const *names,
+                                mdf_error *err)
+{
+    double v = 0.0;
+    mdf_status st = cli_double(option, text, &v, err);
+    for (; st == MDF_OK && *names; names++) st = mdf_param_list_set_double(&o->method_options, *names, v, err);
+    return st;
+}
+
 static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
 {
-    mdf_dynamics_params *p = &o->md.params;
+    static const char *const friction[] = {"friction_per_fs", NULL}, *const tau_t[] = {"tau_fs", "tau_t_fs", NULL},
+                             *const chain[] = {"chain", NULL}, *const pressure[] = {"pressure_bar", NULL},
+                             *const tau_p[] = {"tau_p_fs", NULL}, *const compress[] = {"compressibility_per_bar", NULL};
     switch (c) {
     case OPT_INPUT: o->input = optarg; return MDF_OK;
     case OPT_OUTPUT: o->output = optarg; return MDF_OK;
@@ -275,15 +291,16 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_TEMP: return cli_double_min("--temperature", optarg, 0.0, 0, "a temperature >= 0 K", &o->temperature, err);
     case OPT_KEEPV: o->keep_velocities = 1; return MDF_OK;
     case OPT_SEED: return cli_int64("--seed", optarg, &o->seed, err);
-    case OPT_FRICTION: return cli_double("--friction", optarg, &p->langevin.friction_per_fs, err);
-    case OPT_TAUT:
-        if (cli_double("--tau-t", optarg, &p->bussi.tau_fs, err) != MDF_OK) return err ? err->code : MDF_ERR_INVALID;
-        p->nose_hoover.tau_fs = p->npt.tau_t_fs = p->bussi.tau_fs;
-        return MDF_OK;
-    case OPT_CHAIN: return int_option("--chain", optarg, &p->nose_hoover.chain, err);
-    case OPT_PRESSURE: return cli_double("--pressure", optarg, &p->npt.pressure_bar, err);
-    case OPT_TAUP: return cli_double("--tau-p", optarg, &p->npt.tau_p_fs, err);
-    case OPT_COMPRESS: return cli_double("--compressibility", optarg, &p->npt.compressibility_per_bar, err);
+    case OPT_FRICTION: return method_option(o, "--friction", optarg, friction, err);
+    case OPT_TAUT: return method_option(o, "--tau-t", optarg, tau_t, err);
+    case OPT_CHAIN: {
+        int n = 0;
+        mdf_status st = int_option("--chain", optarg, &n, err);
+        return st != MDF_OK ? st : mdf_param_list_set_double(&o->method_options, chain[0], n, err);
+    }
+    case OPT_PRESSURE: return method_option(o, "--pressure", optarg, pressure, err);
+    case OPT_TAUP: return method_option(o, "--tau-p", optarg, tau_p, err);
+    case OPT_COMPRESS: return method_option(o, "--compressibility", optarg, compress, err);
     case OPT_SKIN: return cli_double("--skin", optarg, &o->md.skin, err);
     case OPT_THERMO: return cli_int64("--thermo", optarg, &o->md.thermo_every, err);
     case OPT_THERMO_SYS: o->md.thermo_per_system = 1; return MDF_OK;
@@ -334,7 +351,15 @@ static mdf_status check_md_options(md_options *o, mdf_error *err)
                              o->md.integrator);
     if (o->temperature >= 0.0) o->md.params.temperature_K = o->temperature;
     o->md.params.seed = (uint64_t)o->seed;
-    return MDF_OK;
+    /* The method's options go to it; the other methods' are ignored, as
+     * before options were parameters by name. */
+    const mdf_method *m = mdf_method_find(o->md.integrator);
+    mdf_status st = MDF_OK;
+    for (int k = 0; m && st == MDF_OK && k < o->method_options.n; k++)
+        if (mdf_params_find(m->params, o->method_options.item[k].name))
+            st = mdf_param_list_set(&o->md.method_params, o->method_options.item[k].name,
+                                    o->method_options.item[k].value, err);
+    return st;
 }
 
 static mdf_status check_relax_options(md_options *o, mdf_error *err)
@@ -540,6 +565,7 @@ static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf
     } else {
         sc.integrator = o->md.integrator;
         sc.params.dt_fs = o->md.dt_fs;
+        sc.method_params = o->md.method_params;
         sc.max_steps = o->md.steps;
     }
     mdf_status st = mdf_stage_create(&sc, out, err);

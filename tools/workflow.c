@@ -389,17 +389,16 @@ static mdf_status parse_model(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 
 /* ---- method parameters --------------------------------------------------------------- */
 
-/* params: of a stage -> mdf_dynamics_params fields. A new method adds rows. */
+/* params: of a stage -> the stage's method_params by name (the method's
+ * own table checks them again at mdf_stage_create). A new method adds rows. */
 typedef struct wf_param {
     const char *method, *name;
-    size_t offset;
     char type;  /* 'd': double, 'i': int */
     wf_range range;
 } wf_param;
 
-#define P_DBL(m, f, lo, lo_open, hi, hi_open, unit) \
-    {#m, #f, offsetof(mdf_dynamics_params, m.f), 'd', {lo, hi, lo_open, hi_open, unit}}
-#define P_INT(m, f, lo, hi) {#m, #f, offsetof(mdf_dynamics_params, m.f), 'i', {lo, hi, CLOSED, CLOSED, ""}}
+#define P_DBL(m, f, lo, lo_open, hi, hi_open, unit) {#m, #f, 'd', {lo, hi, lo_open, hi_open, unit}}
+#define P_INT(m, f, lo, hi) {#m, #f, 'i', {lo, hi, CLOSED, CLOSED, ""}}
 #define INF INFINITY
 
 static const wf_param params_table[] = {
@@ -444,18 +443,21 @@ static const wf_param *find_param(const char *method, const char *name)
 }
 
 static mdf_status set_param(wf_ctx *c, const yaml_node_t *v, const wf_param *p, const char *what,
-                            mdf_dynamics_params *params)
+                            mdf_param_list *params)
 {
-    char *field = (char *)params + p->offset;
-    if (p->type == 'i') {
-        int x = 0;
-        mdf_status st = get_int(c, v, what, (int)p->range.lo, (int)p->range.hi, &x);
-        if (st == MDF_OK) memcpy(field, &x, sizeof x);
-        return st;
-    }
     double x = 0.0;
-    mdf_status st = get_double(c, v, what, &p->range, &x);
-    if (st == MDF_OK) memcpy(field, &x, sizeof x);
+    mdf_status st;
+    if (p->type == 'i') {
+        int i = 0;
+        st = get_int(c, v, what, (int)p->range.lo, (int)p->range.hi, &i);
+        x = i;
+    } else {
+        st = get_double(c, v, what, &p->range, &x);
+    }
+    mdf_error e;
+    mdf_error_clear(&e);
+    if (st == MDF_OK && mdf_param_list_set_double(params, p->name, x, &e) != MDF_OK)
+        return fail_at(c, v, e.code, "%s: %s", what, e.message);
     return st;
 }
 
@@ -479,7 +481,7 @@ static mdf_status parse_params(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
         }
         char what[192];
         snprintf(what, sizeof what, "%s.%s", section, param->name);
-        st = set_param(c, node_at(c, p->value), param, what, &s->cfg.params);
+        st = set_param(c, node_at(c, p->value), param, what, &s->cfg.method_params);
     }
     return st;
 }
