@@ -303,7 +303,7 @@ static mdf_status model_settings(wf_ctx *c, mdf_workflow *wf, runner_row kind, i
     mdf_status st = MDF_OK;
     for (yaml_node_pair_t *p = n->data.mapping.pairs.start; st == MDF_OK && p < n->data.mapping.pairs.top; p++) {
         const yaml_node_t *k = node_at(c, p->key);
-        if (!in_list(skip, text_of(k))) st = model_setting(c, wf, kind, za, zb, k, node_at(c, p->value), section);
+        if (!skip || !in_list(skip, text_of(k))) st = model_setting(c, wf, kind, za, zb, k, node_at(c, p->value), section);
     }
     return st;
 }
