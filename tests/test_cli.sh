@@ -565,6 +565,29 @@ else
     fail "md --param = the dedicated flags, bit for bit" "exit status $rc_flags and $rc_params; \
 flags vs params: $(cmp flags.xyz params.xyz 2>&1 || true); params vs friction 0.02: $(cmp -s params.xyz params2.xyz && echo same || echo differ)"
 fi
+# A later setting of a parameter wins (the shorthand first, --param after).
+# shellcheck disable=SC2086
+run "$MDFLOW" md $common --friction 0.02 --param friction_per_fs=0.05 --lj-epsilon 0.012 --lj-sigma 3.3 --lj-cutoff 7.5 \
+    --lj-shift --output later.xyz
+if [ "$rc" -eq 0 ] && cmp -s flags.xyz later.xyz; then pass "--friction 0.02 then --param friction_per_fs=0.05: the later wins"
+else fail "--friction 0.02 then --param friction_per_fs=0.05: the later wins" "exit status $rc"; fi
+# npt's shorthands.
+run "$MDFLOW" md --input box.xyz --ensemble npt --temperature 40 --steps 10 --dt 4 --quiet --pressure 100 --tau-p 500 \
+    --compressibility 1e-5 --tau-t 50 --output npt-flags.xyz
+rc_flags=$rc
+run "$MDFLOW" md --input box.xyz --ensemble npt --temperature 40 --steps 10 --dt 4 --quiet --param pressure_bar=100 \
+    --param tau_p_fs=500 --param compressibility_per_bar=1e-5 --param tau_t_fs=50 --output npt-params.xyz
+if [ "$rc_flags" -eq 0 ] && [ "$rc" -eq 0 ] && cmp -s npt-flags.xyz npt-params.xyz; then
+    pass "md npt: --pressure --tau-p --compressibility --tau-t = --param pressure_bar, tau_p_fs, compressibility_per_bar, tau_t_fs"
+else fail "md npt: the shorthands = --param" "exit status $rc_flags and $rc"; show stderr "$T/stderr"; fi
+# Without per-element rows, lj gives every element of the input the scalar
+# parameters: the same run as a row per element with those values.
+run md --input arkr.xyz --lj-epsilon 0.012 --lj-sigma 3.5 --lj-cutoff 8 --output every.xyz
+rc_every=$rc
+run md --input arkr.xyz --lj-species Ar:0.012:3.5:8 --lj-species Kr:0.012:3.5:8 --output rows.xyz
+if [ "$rc_every" -eq 0 ] && [ "$rc" -eq 0 ] && cmp -s every.xyz rows.xyz; then
+    pass "lj without rows on Ar + Kr = a row per element with the scalar values, bit for bit"
+else fail "lj without rows on Ar + Kr = a row per element with the scalar values" "exit status $rc_every and $rc"; fi
 # Per-element rows and a method's two names for one option (--tau-t is nose_hoover's tau_fs).
 run "$MDFLOW" md --input arkr.xyz --ensemble nose-hoover --temperature 30 --steps 20 --quiet --tau-t 40 --chain 4 \
     --lj-species Ar:0.0104:3.40:8.5 --lj-species Kr:0.014:3.65:8.5 --lj-pair Ar:Kr:0.012:3.5:8.5 --output nh-flags.xyz

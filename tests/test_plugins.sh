@@ -48,6 +48,9 @@ cat >toy.c <<'EOF2'
 #include <stdlib.h>
 #include <string.h>
 #include "mdflow/extension.h"
+#ifndef TOY_MODEL
+#define TOY_MODEL "toy"
+#endif
 
 typedef struct { double D, cutoff; } toy_params;
 static const mdf_param_def toy_defs[] = {
@@ -74,7 +77,7 @@ static mdf_status toy_setup(const void *params, const mdf_model_species *sp, mdf
 }
 static void toy_cpu(void *buffers[], void *cl_arg) { (void)buffers; (void)cl_arg; }
 static const mdf_model_def toy_model = {
-    .api_version = TOY_API, .name = "toy", .summary = "a toy model of the plugin test",
+    .api_version = TOY_API, .name = TOY_MODEL, .summary = "a toy model of the plugin test",
     .params = toy_defs, .params_size = sizeof(toy_params),
     .species_params = toy_row_defs, .species_size = sizeof(toy_row),
     .setup = toy_setup, .cpu_func = toy_cpu, .cpu_func_name = "toy_cpu"};
@@ -120,6 +123,9 @@ cp toy.so toy-copy.so
 cp toy.so sub/toy.so
 # shellcheck disable=SC2086
 "$CC" -std=c11 -D_DEFAULT_SOURCE -shared -fPIC -DTOY_API=99 $CFLAGS_PLUGIN -o old-api.so toy.c 2>>cc.err
+# shellcheck disable=SC2086
+"$CC" -std=c11 -D_DEFAULT_SOURCE -shared -fPIC -DTOY_API=MDFLOW_API_VERSION '-DTOY_MODEL="lj"' $CFLAGS_PLUGIN \
+    -o lj-again.so toy.c 2>>cc.err
 
 printf '2\nProperties=species:S:1:pos:R:3 pbc="F F F"\nAr 0 0 0\nAr 3.8 0 0\n' >pair.xyz
 
@@ -171,6 +177,8 @@ run "$MDFLOW" models --plugin toy.so --plugin toy-copy.so
 expect_error "two plugins registering one name" "toy-copy.so" "toy.so" "already registered" "rename"
 run "$MDFLOW" models --plugin toy.so --plugin toy.so
 expect_ok "the same plugin twice (loaded once)"
+run "$MDFLOW" models --plugin lj-again.so
+expect_error "a plugin registering a built-in's name" "lj-again.so" "model named 'lj'" "already registered"
 if [ -f old-api.so ]; then
     run "$MDFLOW" methods --plugin old-api.so
     expect_error "a plugin of another API version" "old-api.so" "API version 99" "rebuild"
