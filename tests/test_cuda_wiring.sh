@@ -4,7 +4,9 @@
 # In every build, from the sources: each CUDA entry point a codelet family
 # declares (void mdf_*_cuda(...) in its *_codelet.h) is defined in its
 # *_cuda.cu and registered in a `.cuda_funcs` of its *_codelet.c (directly
-# or through a family macro such as MDF_THERMO_CUDA(fn)).
+# or through a family macro such as MDF_THERMO_CUDA(fn)), or, for a model
+# registered by definition (mdf_register_model: the registry builds its
+# codelet), in the `.cuda_func` of its *_model.c.
 #
 # In a build with CUDA (config.h defines MDF_USE_CUDA), from the objects:
 # every mdf_*_cuda defined by a CUDA object is referenced by a codelet
@@ -23,8 +25,8 @@ for h in "$src"/codelets/*/*_codelet.h; do
   for f in $(grep -o 'void mdf_[a-z0-9_]*_cuda(' "$h" | sed 's/^void //; s/($//' | sort -u); do
     declared="$declared $f"
     grep -q "extern \"C\" void $f(" "$fam"/*_cuda.cu 2>/dev/null || err "$f is declared in $h but defined in no $fam/*_cuda.cu"
-    grep -Eq "\.cuda_funcs = \{$f\}|_CUDA\($f\)" "$fam"/*_codelet.c ||
-      err "$f is declared in $h but no codelet of $fam/*_codelet.c registers it (.cuda_funcs = {$f})"
+    grep -Eq "\.cuda_funcs = \{$f\}|_CUDA\($f\)|\.cuda_func = $f,?\$" "$fam"/*_codelet.c "$fam"/*_model.c 2>/dev/null ||
+      err "$f is declared in $h but no codelet of $fam/*_codelet.c (nor model definition of $fam/*_model.c) registers it (.cuda_funcs = {$f})"
   done
 done
 ndeclared=$(echo $declared | wc -w)
@@ -38,7 +40,7 @@ if ! grep -q '^#define MDF_USE_CUDA 1' "$bld/config.h"; then
 fi
 
 defined=$(for o in "$bld"/codelets/*/.libs/*_cuda.o; do nm "$o"; done | awk '$2 == "T" && $3 ~ /^mdf_.*_cuda$/ {print $3}' | sort -u)
-referenced=$(for o in "$bld"/codelets/*/.libs/*_codelet.o; do nm "$o"; done | awk '$1 == "U" && $2 ~ /^mdf_.*_cuda$/ {print $2}' | sort -u)
+referenced=$(for o in "$bld"/codelets/*/.libs/*_codelet.o "$bld"/codelets/*/.libs/*_model.o; do [ -f "$o" ] && nm "$o"; done | awk '$1 == "U" && $2 ~ /^mdf_.*_cuda$/ {print $2}' | sort -u)
 exported=$(nm -D --defined-only "$bld"/.libs/libmdflow.so | awk '$3 ~ /^mdf_.*_cuda$/ {print $3}' | sort -u)
 ndefined=$(echo $defined | wc -w)
 [ "$ndefined" -eq "$ndeclared" ] || err "the CUDA objects define $ndefined mdf_*_cuda functions, the headers declare $ndeclared"
