@@ -577,7 +577,8 @@ static mdf_status resolve_settings(md_options *o, mdf_error *err)
 
 static mdf_status check_md_options(md_options *o, mdf_error *err)
 {
-    int thermostat = strcmp(o->method->name, "velocity_verlet") != 0;
+    /* A method that reads the target temperature (a thermostat) needs one. */
+    int thermostat = (o->method->flags & (MDF_METHOD_TEMPERATURE | MDF_METHOD_POSITIVE_TEMPERATURE)) != 0;
     if (thermostat && o->temperature < 0.0)
         return mdf_error_set(err, MDF_ERR_INVALID, "%s needs a target temperature: add --temperature K",
                              o->md.integrator);

@@ -587,7 +587,8 @@ static mdf_status parse_md_keys(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
     if (st == MDF_OK && (x = lookup(c, n, "temperature_K"))) {
         snprintf(what, sizeof what, "stages.%s.temperature_K", s->name);
         st = get_double(c, x, what, &temp, &s->cfg.params.temperature_K);
-    } else if (st == MDF_OK && !s->is_optimiser && strcmp(s->method, "velocity_verlet") != 0) {
+    } else if (st == MDF_OK && (mdf_method_find(s->method)->flags &
+                                (MDF_METHOD_TEMPERATURE | MDF_METHOD_POSITIVE_TEMPERATURE))) {
         char section[96];
         snprintf(section, sizeof section, "stage '%s' (%s, a thermostat)", s->name, s->method);
         st = missing(c, n, "temperature_K", section, "temperature_K: 300");
