@@ -197,11 +197,12 @@ static mdf_stage *new_stage(ctx *c, int steps)
     if (c->o.window > 0) sc.window = c->o.window;
     sc.params.dt_fs = 5.0;
     sc.params.temperature_K = 40.0;
-    sc.params.langevin.friction_per_fs = 0.01;
     sc.params.seed = 7;
     mdf_stage *s = NULL;
     mdf_error err;
     mdf_error_clear(&err);
+    if (mdf_param_list_set_double(&sc.method_params, "friction_per_fs", 0.01, &err) != MDF_OK)
+        die("mdf_param_list_set_double", &err);
     if (mdf_stage_create(&sc, &s, &err) != MDF_OK) die("mdf_stage_create", &err);
     return s;
 }

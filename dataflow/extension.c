@@ -118,7 +118,13 @@ static const void *def_at(registry *r, size_t k)
 
 /* ---- registration --------------------------------------------------------------- */
 
-static const char *origin_text(void) { return loading_origin ? loading_origin : "the built-ins"; }
+/* Who is registering: a plugin's file, the built-ins, or the program itself
+ * (an mdf_register_* call of its own, outside any plugin). */
+static const char *origin_text(void)
+{
+    if (loading_origin) return loading_origin;
+    return registering_builtins ? "the built-ins" : "the program";
+}
 
 static int valid_ext_name(const char *name)
 {

@@ -16,43 +16,42 @@
 #include <math.h>
 #include "mdflow/units.h"
 #include "../codelets/verlet/verlet_codelet.h"
+#include "bussi.h"
 #include "thermostat.h"
 
-static mdf_status bussi_check(const mdf_dynamics_params *p, mdf_error *err)
+static const mdf_param_def bussi_defs[] = {
+    MDF_PARAM_DOUBLE(mdf_bussi_params, tau_fs, 100.0, 0.0, INFINITY, MDF_PARAM_MIN_OPEN | MDF_PARAM_MAX_OPEN, "fs",
+                     "relaxation time of the kinetic energy (typical 10 to 1000 dt)"),
+    MDF_PARAM_END};
+
+static int bussi_pre(const mdf_method_ctx *c)
 {
-    if (!(p->temperature_K >= 0.0) || !isfinite(p->temperature_K))
-        return mdf_error_set(err, MDF_ERR_INVALID, "bussi: temperature_K %g must be finite and >= 0 K",
-                             p->temperature_K);
-    if (!(p->bussi.tau_fs > 0.0) || !isfinite(p->bussi.tau_fs))
-        return mdf_error_set(err, MDF_ERR_INVALID,
-                             "bussi: tau_fs %g must be finite and > 0 fs (typical 10 to 1000 dt)", p->bussi.tau_fs);
-    return MDF_OK;
+    mdf_vv_args a = {.dt = mdf_method_dt(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c)};
+    return mdf_insert_vv_pre(mdf_method_pos(c), mdf_method_vel(c), mdf_method_force(c), mdf_method_atoms(c),
+                             mdf_method_sys(c), mdf_method_natoms(c), &a);
 }
 
-static int bussi_pre(const mdf_step_ctx *c)
+static int bussi_post(const mdf_method_ctx *c)
 {
-    const mdf_shard *sh = c->sh;
-    mdf_vv_args a = {.dt = c->dt, .status = c->status, .nsys = sh->nsys};
-    return mdf_insert_vv_pre(sh->pos, sh->vel, sh->force, sh->atoms, sh->sys, sh->natoms, &a);
-}
-
-static int bussi_post(const mdf_step_ctx *c)
-{
-    const mdf_shard *sh = c->sh;
-    const mdf_dynamics_params *p = c->p;
-    mdf_thermo_handles h = mdf_thermo_handles_of(sh);
-    mdf_thermo_args a = {.work = sh->natoms, .dt = c->dt, .kT = MDF_KB * p->temperature_K,
-                         .c1 = exp(-p->dt_fs / p->bussi.tau_fs), .seed = p->seed, .status = c->status,
-                         .nsys = sh->nsys, .kind = MDF_THERMO_BUSSI,
-                         .momentum = mdf_integrator_momentum(&mdf_bussi)};
+    const mdf_bussi_params *p = mdf_method_params(c);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c);
+    mdf_thermo_args a = {.work = mdf_method_natoms(c), .dt = mdf_method_dt(c),
+                         .kT = MDF_KB * mdf_method_temperature(c), .c1 = exp(-mdf_method_dt_fs(c) / p->tau_fs),
+                         .seed = mdf_method_seed(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c),
+                         .kind = MDF_THERMO_BUSSI, .momentum = (mdf_bussi.flags & MDF_METHOD_MOMENTUM) != 0};
     return mdf_insert_thermo_post(&h, &a);
 }
 
-const mdf_integrator_ops mdf_bussi = {
+static const char *const bussi_aliases[] = {"csvr", NULL};
+
+const mdf_method mdf_bussi = {
+    .api_version = MDFLOW_API_VERSION,
     .name = "bussi",
     .summary = "NVT stochastic velocity rescaling, CSVR (Bussi, Donadio & Parrinello 2007)",
-    .flags = MDF_INTEG_MOMENTUM,
-    .check = bussi_check,
+    .aliases = bussi_aliases,
+    .flags = MDF_METHOD_MOMENTUM | MDF_METHOD_TEMPERATURE,
+    .params = bussi_defs,
+    .params_size = sizeof(mdf_bussi_params),
     .pre_update = bussi_pre,
     .post_update = bussi_post,
 };

@@ -2,30 +2,31 @@
  * capped at maxstep (the whole system's step scaled, as ASE's
  * determine_step). */
 #include <math.h>
-#include "integrator.h"
+#include "gd.h"
 #include "../codelets/optim/optim_codelet.h"
-#include "../codelets/optim/optim_check.h"
 
-static mdf_status gd_check(const mdf_dynamics_params *p, mdf_error *err)
+#define POSITIVE (MDF_PARAM_MIN_OPEN | MDF_PARAM_MAX_OPEN) /* (0, inf): finite and > 0 */
+
+static const mdf_param_def gd_defs[] = {
+    MDF_PARAM_DOUBLE(mdf_gd_params, step, 0.01, 0.0, INFINITY, POSITIVE, "Å²/eV", "x += step F"),
+    MDF_PARAM_DOUBLE(mdf_gd_params, maxstep, 0.2, 0.0, INFINITY, POSITIVE, "Å", "largest move of one atom"),
+    MDF_PARAM_END};
+
+static int gd_pre(const mdf_method_ctx *c)
 {
-    mdf_status st = mdf_optim_check_range("gd.step", p->gd.step, 0.0, MDF_OPEN, INFINITY, MDF_OPEN, err);
-    if (st == MDF_OK) st = mdf_optim_check_range("gd.maxstep", p->gd.maxstep, 0.0, MDF_OPEN, INFINITY, MDF_OPEN, err);
-    return st;
+    const mdf_gd_params *p = mdf_method_params(c);
+    mdf_gd_args a = {.work = mdf_method_natoms(c), .nsys = mdf_method_nsys(c), .status = mdf_method_status(c),
+                     .step = p->step, .maxstep = p->maxstep};
+    return mdf_insert_gd(mdf_method_pos(c), mdf_method_force(c), mdf_method_sys(c), mdf_method_res(c), &a);
 }
 
-static int gd_pre(const mdf_step_ctx *c)
-{
-    const mdf_shard *sh = c->sh;
-    mdf_gd_args a = {.work = sh->natoms, .nsys = sh->nsys, .status = c->status, .step = c->p->gd.step,
-                     .maxstep = c->p->gd.maxstep};
-    return mdf_insert_gd(sh->pos, sh->force, sh->sys, sh->res, &a);
-}
-
-const mdf_integrator_ops mdf_gd = {
+const mdf_method mdf_gd = {
+    .api_version = MDFLOW_API_VERSION,
     .name = "gd",
     .summary = "gradient descent, x += step F with the longest atom move capped at maxstep",
-    .flags = MDF_INTEG_OPTIMISER,
-    .check = gd_check,
+    .flags = MDF_METHOD_OPTIMISER,
+    .params = gd_defs,
+    .params_size = sizeof(mdf_gd_params),
     .pre_update = gd_pre,
     .post_update = NULL,
 };

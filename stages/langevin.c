@@ -9,7 +9,7 @@
  *
  * The noise acts on every atom independently, so the total momentum is
  * thermalised too: the kinetic energy averages 3N kT/2, not (3N-3) kT/2, and
- * the method does not carry MDF_INTEG_MOMENTUM: its temperatures count 3N
+ * the method does not carry MDF_METHOD_MOMENTUM: its temperatures count 3N
  * degrees of freedom (3 per free atom; mdf_dof). Frozen atoms get no noise.
  *
  * res.extra_energy accumulates minus the kinetic energy the O steps added,
@@ -18,48 +18,50 @@
  * step, as for NVE. */
 #include <math.h>
 #include "mdflow/units.h"
+#include "langevin.h"
 #include "thermostat.h"
 
-static mdf_status langevin_check(const mdf_dynamics_params *p, mdf_error *err)
+static const mdf_param_def langevin_defs[] = {
+    MDF_PARAM_DOUBLE(mdf_langevin_params, friction_per_fs, 0.01, 0.0, INFINITY,
+                     MDF_PARAM_MIN_OPEN | MDF_PARAM_MAX_OPEN, "1/fs",
+                     "friction gamma (typical 0.001 to 0.1; for none use velocity_verlet)"),
+    MDF_PARAM_END};
+
+static mdf_thermo_args langevin_args(const mdf_method_ctx *c)
 {
-    if (!(p->temperature_K >= 0.0) || !isfinite(p->temperature_K))
-        return mdf_error_set(err, MDF_ERR_INVALID, "langevin: temperature_K %g must be finite and >= 0 K",
-                             p->temperature_K);
-    if (!(p->langevin.friction_per_fs > 0.0) || !isfinite(p->langevin.friction_per_fs))
-        return mdf_error_set(err, MDF_ERR_INVALID,
-                             "langevin: friction_per_fs %g must be finite and > 0 (1/fs; typical 0.001 to 0.1; "
-                             "for no friction use velocity_verlet)",
-                             p->langevin.friction_per_fs);
-    return MDF_OK;
+    const mdf_langevin_params *p = mdf_method_params(c);
+    return (mdf_thermo_args){.work = mdf_method_natoms(c), .dt = mdf_method_dt(c),
+                             .kT = MDF_KB * mdf_method_temperature(c),
+                             .c1 = exp(-p->friction_per_fs * mdf_method_dt_fs(c)), .seed = mdf_method_seed(c),
+                             .status = mdf_method_status(c), .nsys = mdf_method_nsys(c), .kind = MDF_THERMO_LANGEVIN,
+                             .momentum = (mdf_langevin.flags & MDF_METHOD_MOMENTUM) != 0};
 }
 
-static mdf_thermo_args langevin_args(const mdf_step_ctx *c)
+static int langevin_pre(const mdf_method_ctx *c)
 {
-    const mdf_dynamics_params *p = c->p;
-    return (mdf_thermo_args){.work = c->sh->natoms, .dt = c->dt, .kT = MDF_KB * p->temperature_K,
-                             .c1 = exp(-p->langevin.friction_per_fs * p->dt_fs), .seed = p->seed,
-                             .status = c->status, .nsys = c->sh->nsys, .kind = MDF_THERMO_LANGEVIN,
-                             .momentum = mdf_integrator_momentum(&mdf_langevin)};
-}
-
-static int langevin_pre(const mdf_step_ctx *c)
-{
-    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c);
     mdf_thermo_args a = langevin_args(c);
     return mdf_insert_langevin_pre(&h, &a);
 }
 
-static int langevin_post(const mdf_step_ctx *c)
+static int langevin_post(const mdf_method_ctx *c)
 {
-    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c);
     mdf_thermo_args a = langevin_args(c);
     return mdf_insert_thermo_post(&h, &a);
 }
 
-const mdf_integrator_ops mdf_langevin = {
+static const char *const langevin_aliases[] = {"nvt-langevin", NULL};
+
+/* temperature_K >= 0: at 0 K the noise vanishes and the friction damps. */
+const mdf_method mdf_langevin = {
+    .api_version = MDFLOW_API_VERSION,
     .name = "langevin",
     .summary = "NVT Langevin dynamics, BAOAB splitting (Leimkuhler & Matthews 2013)",
-    .check = langevin_check,
+    .aliases = langevin_aliases,
+    .flags = MDF_METHOD_TEMPERATURE,
+    .params = langevin_defs,
+    .params_size = sizeof(mdf_langevin_params),
     .pre_update = langevin_pre,
     .post_update = langevin_post,
 };

@@ -3,7 +3,7 @@
  * Maxwell–Boltzmann velocities. */
 #include <math.h>
 #include <string.h>
-#include "integrator.h"
+#include "../dataflow/batch_internal.h"
 #include "mdflow/md.h"
 #include "mdflow/units.h"
 #include "../dataflow/compute.h"
@@ -16,6 +16,7 @@ void mdf_md_config_init(mdf_md_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->integrator = "velocity_verlet";
     mdf_dynamics_params_init(&cfg->params);
+    mdf_param_list_init(&cfg->method_params);
     cfg->dt_fs = 1.0;
     cfg->skin = 1.0;
     cfg->chunk_atoms = 0; /* automatic */
@@ -31,6 +32,7 @@ static mdf_status stage_from_md(const mdf_md_config *cfg, mdf_stage **out, mdf_e
     sc.integrator = cfg->integrator;
     sc.params = cfg->params;
     sc.params.dt_fs = cfg->dt_fs;
+    sc.method_params = cfg->method_params;
     sc.status = cfg->status;
     sc.converged_status = cfg->status + 1; /* no criteria: nobody converges */
     sc.max_steps = cfg->steps;

@@ -15,55 +15,52 @@
  * energy (fluctuating as O(dt²), no systematic drift for a stable dt). */
 #include <math.h>
 #include "mdflow/units.h"
+#include "nose_hoover.h"
 #include "thermostat.h"
 
 _Static_assert(MDF_NHC_MAX == MDF_NHC_LEN, "chain length limit agrees with the kernel's state layout");
 
-static mdf_status nhc_check(const mdf_dynamics_params *p, mdf_error *err)
+static const mdf_param_def nhc_defs[] = {
+    MDF_PARAM_DOUBLE(mdf_nose_hoover_params, tau_fs, 100.0, 0.0, INFINITY, MDF_PARAM_MIN_OPEN | MDF_PARAM_MAX_OPEN,
+                     "fs", "period of the thermostat's oscillation (typical 100 dt)"),
+    MDF_PARAM_INT(mdf_nose_hoover_params, chain, 3, 1, MDF_NHC_MAX, "", "number of thermostats in the chain"),
+    MDF_PARAM_END};
+
+static mdf_thermo_args nhc_args(const mdf_method_ctx *c)
 {
-    if (!(p->temperature_K > 0.0) || !isfinite(p->temperature_K))
-        return mdf_error_set(err, MDF_ERR_INVALID,
-                             "nose_hoover: temperature_K %g must be finite and > 0 K (the chain's masses are "
-                             "proportional to it)",
-                             p->temperature_K);
-    if (!(p->nose_hoover.tau_fs > 0.0) || !isfinite(p->nose_hoover.tau_fs))
-        return mdf_error_set(err, MDF_ERR_INVALID,
-                             "nose_hoover: tau_fs %g must be finite and > 0 fs (typical 100 dt)",
-                             p->nose_hoover.tau_fs);
-    if (p->nose_hoover.chain < 1 || p->nose_hoover.chain > MDF_NHC_MAX)
-        return mdf_error_set(err, MDF_ERR_INVALID, "nose_hoover: chain %d must be between 1 and %d",
-                             p->nose_hoover.chain, MDF_NHC_MAX);
-    return MDF_OK;
+    const mdf_nose_hoover_params *p = mdf_method_params(c);
+    return (mdf_thermo_args){.work = mdf_method_natoms(c), .dt = mdf_method_dt(c),
+                             .kT = MDF_KB * mdf_method_temperature(c), .tau = mdf_fs_to_internal(p->tau_fs),
+                             .seed = mdf_method_seed(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c),
+                             .chain = p->chain, .kind = MDF_THERMO_NHC,
+                             .momentum = (mdf_nose_hoover.flags & MDF_METHOD_MOMENTUM) != 0};
 }
 
-static mdf_thermo_args nhc_args(const mdf_step_ctx *c)
+static int nhc_pre(const mdf_method_ctx *c)
 {
-    const mdf_dynamics_params *p = c->p;
-    return (mdf_thermo_args){.work = c->sh->natoms, .dt = c->dt, .kT = MDF_KB * p->temperature_K,
-                             .tau = mdf_fs_to_internal(p->nose_hoover.tau_fs), .seed = p->seed,
-                             .status = c->status, .nsys = c->sh->nsys, .chain = p->nose_hoover.chain,
-                             .kind = MDF_THERMO_NHC, .momentum = mdf_integrator_momentum(&mdf_nose_hoover)};
-}
-
-static int nhc_pre(const mdf_step_ctx *c)
-{
-    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c);
     mdf_thermo_args a = nhc_args(c);
     return mdf_insert_nhc_pre(&h, &a);
 }
 
-static int nhc_post(const mdf_step_ctx *c)
+static int nhc_post(const mdf_method_ctx *c)
 {
-    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c);
     mdf_thermo_args a = nhc_args(c);
     return mdf_insert_thermo_post(&h, &a);
 }
 
-const mdf_integrator_ops mdf_nose_hoover = {
+static const char *const nhc_aliases[] = {"nose-hoover", "nhc", NULL};
+
+/* temperature_K > 0: the chain's masses are proportional to it. */
+const mdf_method mdf_nose_hoover = {
+    .api_version = MDFLOW_API_VERSION,
     .name = "nose_hoover",
     .summary = "NVT Nose-Hoover chain, Trotter splitting as LAMMPS fix nvt (Martyna et al. 1996)",
-    .flags = MDF_INTEG_MOMENTUM,
-    .check = nhc_check,
+    .aliases = nhc_aliases,
+    .flags = MDF_METHOD_MOMENTUM | MDF_METHOD_TEMPERATURE | MDF_METHOD_POSITIVE_TEMPERATURE,
+    .params = nhc_defs,
+    .params_size = sizeof(mdf_nose_hoover_params),
     .pre_update = nhc_pre,
     .post_update = nhc_post,
 };

@@ -47,62 +47,61 @@
  * integration error. */
 #include <math.h>
 #include "mdflow/units.h"
+#include "npt.h"
 #include "thermostat.h"
 
 /* 1 bar in eV/Å³. */
 #define MDF_BAR_IN_EV_PER_A3 (1e-4 / MDF_EV_PER_A3_IN_GPA)
 
-static mdf_status positive(const char *name, double v, const char *unit, const char *hint, mdf_error *err)
+#define POSITIVE (MDF_PARAM_MIN_OPEN | MDF_PARAM_MAX_OPEN) /* (0, inf): finite and > 0 */
+
+static const mdf_param_def npt_defs[] = {
+    MDF_PARAM_DOUBLE(mdf_npt_params, pressure_bar, 1.0, -INFINITY, INFINITY, MDF_PARAM_MIN_OPEN | MDF_PARAM_MAX_OPEN,
+                     "bar", "target pressure (finite; may be negative)"),
+    MDF_PARAM_DOUBLE(mdf_npt_params, tau_p_fs, 1000.0, 0.0, INFINITY, POSITIVE, "fs",
+                     "barostat relaxation time (typical 1000; at least 100 dt)"),
+    MDF_PARAM_DOUBLE(mdf_npt_params, compressibility_per_bar, 4.5e-5, 0.0, INFINITY, POSITIVE, "1/bar",
+                     "isothermal compressibility (water 4.5e-5, metals ~1e-6; only the barostat's speed depends "
+                     "on it)"),
+    MDF_PARAM_DOUBLE(mdf_npt_params, tau_t_fs, 100.0, 0.0, INFINITY, POSITIVE, "fs",
+                     "Bussi thermostat time (typical 100)"),
+    MDF_PARAM_END};
+
+static mdf_thermo_args npt_args(const mdf_method_ctx *c)
 {
-    if (v > 0.0 && isfinite(v)) return MDF_OK;
-    return mdf_error_set(err, MDF_ERR_INVALID, "npt: %s %g must be finite and > 0 %s%s", name, v, unit, hint);
+    const mdf_npt_params *p = mdf_method_params(c);
+    return (mdf_thermo_args){.work = mdf_method_natoms(c), .dt = mdf_method_dt(c),
+                             .kT = MDF_KB * mdf_method_temperature(c), .c1 = exp(-mdf_method_dt_fs(c) / p->tau_t_fs),
+                             .p0 = p->pressure_bar * MDF_BAR_IN_EV_PER_A3,
+                             .beta_t = p->compressibility_per_bar / MDF_BAR_IN_EV_PER_A3,
+                             .tau_p = mdf_fs_to_internal(p->tau_p_fs), .r_list = mdf_method_list_radius(c),
+                             .seed = mdf_method_seed(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c),
+                             .kind = MDF_THERMO_NPT, .momentum = (mdf_npt.flags & MDF_METHOD_MOMENTUM) != 0};
 }
 
-static mdf_status npt_check(const mdf_dynamics_params *p, mdf_error *err)
+static int npt_pre(const mdf_method_ctx *c)
 {
-    mdf_status st = positive("temperature_K", p->temperature_K, "K", "", err);
-    if (st == MDF_OK && !isfinite(p->npt.pressure_bar))
-        st = mdf_error_set(err, MDF_ERR_INVALID, "npt: pressure_bar %g must be finite (bar; may be negative)",
-                           p->npt.pressure_bar);
-    if (st == MDF_OK) st = positive("tau_p_fs", p->npt.tau_p_fs, "fs", " (typical 1000; at least 100 dt)", err);
-    if (st == MDF_OK)
-        st = positive("compressibility_per_bar", p->npt.compressibility_per_bar, "1/bar",
-                      " (water 4.5e-5, metals ~1e-6; only the barostat's speed depends on it)", err);
-    if (st == MDF_OK) st = positive("tau_t_fs", p->npt.tau_t_fs, "fs", " (typical 100)", err);
-    return st;
-}
-
-static mdf_thermo_args npt_args(const mdf_step_ctx *c)
-{
-    const mdf_dynamics_params *p = c->p;
-    return (mdf_thermo_args){.work = c->sh->natoms, .dt = c->dt, .kT = MDF_KB * p->temperature_K,
-                             .c1 = exp(-p->dt_fs / p->npt.tau_t_fs),
-                             .p0 = p->npt.pressure_bar * MDF_BAR_IN_EV_PER_A3,
-                             .beta_t = p->npt.compressibility_per_bar / MDF_BAR_IN_EV_PER_A3,
-                             .tau_p = mdf_fs_to_internal(p->npt.tau_p_fs), .r_list = c->r_list, .seed = p->seed,
-                             .status = c->status, .nsys = c->sh->nsys, .kind = MDF_THERMO_NPT,
-                             .momentum = mdf_integrator_momentum(&mdf_npt)};
-}
-
-static int npt_pre(const mdf_step_ctx *c)
-{
-    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c);
     mdf_thermo_args a = npt_args(c);
     return mdf_insert_npt_pre(&h, &a);
 }
 
-static int npt_post(const mdf_step_ctx *c)
+static int npt_post(const mdf_method_ctx *c)
 {
-    mdf_thermo_handles h = mdf_thermo_handles_of(c->sh);
+    mdf_thermo_handles h = mdf_thermo_handles_of(c);
     mdf_thermo_args a = npt_args(c);
     return mdf_insert_thermo_post(&h, &a);
 }
 
-const mdf_integrator_ops mdf_npt = {
+/* temperature_K > 0: the volume noise is proportional to kT. */
+const mdf_method mdf_npt = {
+    .api_version = MDFLOW_API_VERSION,
     .name = "npt",
     .summary = "NPT: isotropic stochastic cell rescaling (Bernetti & Bussi 2020) + Bussi thermostat",
-    .flags = MDF_INTEG_NEEDS_VIRIAL | MDF_INTEG_MOMENTUM | MDF_INTEG_CELL,
-    .check = npt_check,
+    .flags = MDF_METHOD_NEEDS_VIRIAL | MDF_METHOD_MOMENTUM | MDF_METHOD_CELL | MDF_METHOD_TEMPERATURE |
+             MDF_METHOD_POSITIVE_TEMPERATURE,
+    .params = npt_defs,
+    .params_size = sizeof(mdf_npt_params),
     .pre_update = npt_pre,
     .post_update = npt_post,
 };

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
-#include "integrator.h"
+#include "method_internal.h"
 #include "hook_internal.h"
 #include "inflight.h"
 #include "checkpoint.h"
@@ -42,7 +42,9 @@ _Static_assert(MDF_SYSTEM_CONVERGED_NOW == MDF_SYS_CONVERGED_NOW && MDF_SYSTEM_N
 /* One (sub-)stage: a method, its parameters, criteria and hooks. */
 typedef struct stage_part {
     mdf_stage_config cfg;        /* cfg.status and cfg.converged_status are the part's codes */
-    const mdf_integrator_ops *integ;
+    const mdf_method *method;    /* from the registry (built-in or a plugin's) */
+    void *mparams;               /* the method's block: defaults, cfg.method_params, checked;
+                                  * owned by the part (params_size bytes, at least 1) */
     int nhooks;
     mdf_hook *hooks[MDF_MAX_HOOKS];
     mdf_converge_part crit;      /* criteria and budget; target set at run time */
@@ -62,37 +64,6 @@ void mdf_dynamics_params_init(mdf_dynamics_params *p)
     p->dt_fs = 1.0;
     p->temperature_K = 300.0;
     p->seed = 1;
-    p->langevin.friction_per_fs = 0.01;
-    p->nose_hoover.tau_fs = 100.0;
-    p->nose_hoover.chain = 3;
-    p->bussi.tau_fs = 100.0;
-    p->npt.pressure_bar = 1.0;
-    p->npt.tau_p_fs = 1000.0;
-    p->npt.compressibility_per_bar = 4.5e-5;
-    p->npt.tau_t_fs = 100.0;
-    p->fire.dt = 0.1;
-    p->fire.dtmax = 1.0;
-    p->fire.maxstep = 0.2;
-    p->fire.nmin = 5;
-    p->fire.finc = 1.1;
-    p->fire.fdec = 0.5;
-    p->fire.astart = 0.1;
-    p->fire.fa = 0.99;
-    p->fire2.dt = 0.1;
-    p->fire2.dtmax = 1.0;
-    p->fire2.dtmin = 2e-3;
-    p->fire2.maxstep = 0.2;
-    p->fire2.nmin = 20;
-    p->fire2.finc = 1.1;
-    p->fire2.fdec = 0.5;
-    p->fire2.astart = 0.25;
-    p->fire2.fa = 0.99;
-    p->gd.step = 0.01;
-    p->gd.maxstep = 0.2;
-    p->lbfgs.memory = 100;
-    p->lbfgs.alpha = 70.0;
-    p->lbfgs.damping = 1.0;
-    p->lbfgs.maxstep = 0.2;
 }
 
 void mdf_stage_config_init(mdf_stage_config *cfg)
@@ -108,23 +79,39 @@ void mdf_stage_config_init(mdf_stage_config *cfg)
     cfg->step_budget = 0;
     cfg->entry_temperature_K = -1.0;
     mdf_dynamics_params_init(&cfg->params);
+    mdf_param_list_init(&cfg->method_params);
 }
 
-static mdf_status check_config(const mdf_stage_config *cfg, const mdf_integrator_ops **integ, mdf_error *err)
+/* "unknown integrator" names every registered method. */
+static mdf_status unknown_method(const char *name, mdf_error *err)
 {
-    const char *name = cfg->integrator ? cfg->integrator : "velocity_verlet";
-    *integ = mdf_find_integrator(name);
-    if (!*integ) {
-        char names[512] = "";
-        for (size_t k = 0; k < mdf_integrator_count(); k++) {
-            strncat(names, k ? ", " : "", sizeof names - strlen(names) - 1);
-            strncat(names, mdf_integrator_name(k), sizeof names - strlen(names) - 1);
-        }
-        return mdf_error_set(err, MDF_ERR_INVALID, "unknown integrator '%s': use one of %s", name, names);
+    char names[512] = "";
+    for (size_t k = 0; k < mdf_integrator_count(); k++) {
+        strncat(names, k ? ", " : "", sizeof names - strlen(names) - 1);
+        strncat(names, mdf_integrator_name(k), sizeof names - strlen(names) - 1);
     }
-    const mdf_dynamics_params *p = &cfg->params;
-    if (!((*integ)->flags & MDF_INTEG_OPTIMISER) && (!(p->dt_fs > 0.0) || !isfinite(p->dt_fs)))
+    return mdf_error_set(err, MDF_ERR_INVALID, "unknown integrator '%s': use one of %s", name, names);
+}
+
+/* The stage-wide settings the method reads (its flags say which). */
+static mdf_status check_dynamics(const mdf_method *m, const mdf_dynamics_params *p, mdf_error *err)
+{
+    if (!mdf_method_has(m, MDF_METHOD_OPTIMISER) && (!(p->dt_fs > 0.0) || !isfinite(p->dt_fs)))
         return mdf_error_set(err, MDF_ERR_INVALID, "time step %g fs must be positive and finite", p->dt_fs);
+    double t = p->temperature_K;
+    if (mdf_method_has(m, MDF_METHOD_POSITIVE_TEMPERATURE) && (!(t > 0.0) || !isfinite(t)))
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "%s: temperature_K %g must be finite and > 0 K (the method's masses or noise are "
+                             "proportional to it)", m->name, t);
+    if (mdf_method_has(m, MDF_METHOD_TEMPERATURE) && (!(t >= 0.0) || !isfinite(t)))
+        return mdf_error_set(err, MDF_ERR_INVALID, "%s: temperature_K %g must be finite and >= 0 K", m->name, t);
+    return MDF_OK;
+}
+
+static mdf_status check_config(const mdf_stage_config *cfg, const mdf_method *m, mdf_error *err)
+{
+    mdf_status st = check_dynamics(m, &cfg->params, err);
+    if (st != MDF_OK) return st;
     if (cfg->max_steps < 0)
         return mdf_error_set(err, MDF_ERR_INVALID, "max_steps %lld must be >= 0", (long long)cfg->max_steps);
     if (cfg->window < 1) return mdf_error_set(err, MDF_ERR_INVALID, "submission window must be >= 1 step");
@@ -138,7 +125,29 @@ static mdf_status check_config(const mdf_stage_config *cfg, const mdf_integrator
                              (long long)cfg->step_budget);
     if (!(cfg->entry_temperature_K < 0.0) && !isfinite(cfg->entry_temperature_K))
         return mdf_error_set(err, MDF_ERR_INVALID, "entry_temperature_K must be finite (or < 0: none)");
-    if ((*integ)->check) return (*integ)->check(p, err);
+    return MDF_OK;
+}
+
+/* The method's block for this stage: its table's defaults, then the
+ * settings by name (an unknown name's message lists the valid ones, a
+ * value out of range names the range), then its own cross-checks. The
+ * stage keeps the block for its lifetime: tasks read copies of it. */
+static mdf_status method_block(const mdf_method *m, const mdf_param_list *settings, void **out, mdf_error *err)
+{
+    *out = NULL;
+    void *block = calloc(1, m->params_size ? m->params_size : 1);
+    if (!block) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for method %s's parameters", m->name);
+    char owner[96];
+    snprintf(owner, sizeof owner, "method %s", m->name);
+    mdf_params_defaults(m->params, block);
+    mdf_status st = mdf_param_list_apply(settings, m->params, block, owner, err);
+    if (st == MDF_OK) st = mdf_params_check(m->params, block, owner, err);
+    if (st == MDF_OK && m->check) st = m->check(block, err);
+    if (st != MDF_OK) {
+        free(block);
+        return st;
+    }
+    *out = block;
     return MDF_OK;
 }
 
@@ -148,14 +157,22 @@ mdf_status mdf_stage_create(const mdf_stage_config *cfg, mdf_stage **out, mdf_er
     mdf_stage_config c;
     if (cfg) c = *cfg;
     else mdf_stage_config_init(&c);
-    const mdf_integrator_ops *integ;
-    mdf_status st = check_config(&c, &integ, err);
+    const char *name = c.integrator ? c.integrator : "velocity_verlet";
+    const mdf_method *m = mdf_method_find(name);
+    if (!m) return unknown_method(name, err);
+    void *block = NULL;
+    mdf_status st = check_config(&c, m, err);
+    if (st == MDF_OK) st = method_block(m, &c.method_params, &block, err);
     if (st != MDF_OK) return st;
     mdf_stage *s = calloc(1, sizeof *s);
-    if (!s) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a stage");
+    if (!s) {
+        free(block);
+        return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a stage");
+    }
     s->nparts = 1;
     s->parts[0].cfg = c;
-    s->parts[0].integ = integ;
+    s->parts[0].method = m;
+    s->parts[0].mparams = block;
     s->parts[0].crit.budget = c.step_budget;
     s->max_steps = c.max_steps;
     *out = s;
@@ -165,8 +182,10 @@ mdf_status mdf_stage_create(const mdf_stage_config *cfg, mdf_stage **out, mdf_er
 void mdf_stage_destroy(mdf_stage *s)
 {
     if (!s) return;
-    for (int p = 0; p < s->nparts; p++)
+    for (int p = 0; p < s->nparts; p++) {
         for (int k = 0; k < s->parts[p].nhooks; k++) mdf_hook_destroy(s->parts[p].hooks[k]);
+        free(s->parts[p].mparams);
+    }
     free(s);
 }
 
@@ -295,7 +314,7 @@ typedef struct stage_run {
     mdf_run_control ctl;
     int32_t lo, hi;                 /* statuses of the first and last part */
     int any_checks;                 /* some part has criteria or a budget */
-    int cells_change;               /* some part's method changes cells (MDF_INTEG_CELL) */
+    int cells_change;               /* some part's method changes cells (MDF_METHOD_CELL) */
     double r_list;                  /* cutoff + skin of the lists, Å */
     starpu_data_handle_t *tokens;   /* one per shard */
     int32_t *token_mem;
@@ -355,7 +374,7 @@ static mdf_status submit_hooks(stage_run *r, int p, int k, mdf_hook_point point,
                         .target = part->cfg.converged_status, .ctl = &r->ctl,
                         .dof = {.lo = r->lo, .nparts = r->s->nparts, .own = p, .momentum = 0}};
     for (int q = 0; q < r->s->nparts; q++)
-        ctx.dof.momentum |= (uint32_t)mdf_integrator_momentum(r->s->parts[q].integ) << q;
+        ctx.dof.momentum |= (uint32_t)mdf_method_has(r->s->parts[q].method, MDF_METHOD_MOMENTUM) << q;
     for (int h = 0; h < part->nhooks; h++) {
         if (!hook_due(part->hooks[h], point, step)) continue;
         int ret = part->hooks[h]->ops->submit(part->hooks[h], &ctx);
@@ -522,10 +541,11 @@ static int nothing_left(stage_run *r)
     return done;
 }
 
-static mdf_step_ctx part_ctx(stage_run *r, int p, int k, int64_t step)
+static mdf_method_ctx part_ctx(stage_run *r, int p, int k, int64_t step)
 {
     const stage_part *part = &r->s->parts[p];
-    return (mdf_step_ctx){.sh = &r->b->shards[k], .work = r->work[p] ? r->work[p][k] : NULL, .p = &part->cfg.params,
+    return (mdf_method_ctx){.sh = &r->b->shards[k], .work = r->work[p] ? r->work[p][k] : NULL,
+                          .params = part->mparams, .p = &part->cfg.params,
                           .dt = mdf_fs_to_internal(part->cfg.params.dt_fs), .status = part->cfg.status,
                           .step = step, .r_list = r->r_list};
 }
@@ -550,13 +570,13 @@ static mdf_status submit_first_half(stage_run *r, int k, int64_t step, int32_t f
     mdf_status st = MDF_OK;
     for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) {
         const stage_part *part = &r->s->parts[p];
-        mdf_step_ctx ctx = part_ctx(r, p, k, step);
+        mdf_method_ctx ctx = part_ctx(r, p, k, step);
         int idle = p < first_busy;
         st = submit_hooks(r, p, k, MDF_BEFORE_STEP, step, err);
         if (st == MDF_OK && !idle) st = submit_entries(r, p, k, err);
         if (st == MDF_OK) st = submit_hooks(r, p, k, MDF_BEFORE_PRE_UPDATE, step, err);
-        if (st == MDF_OK && !idle && part->integ->pre_update(&ctx) != 0)
-            st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s pre_update", part->integ->name);
+        if (st == MDF_OK && !idle && part->method->pre_update(&ctx) != 0)
+            st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s pre_update", part->method->name);
         if (st == MDF_OK) st = submit_hooks(r, p, k, MDF_AFTER_PRE_UPDATE, step, err);
     }
     return st == MDF_OK ? submit_point(r, k, MDF_BEFORE_COMPUTE, step, err) : st;
@@ -568,10 +588,10 @@ static mdf_status submit_second_half(stage_run *r, int k, int64_t step, int32_t 
     mdf_status st = submit_point(r, k, MDF_AFTER_COMPUTE, step, err);
     for (int p = 0; st == MDF_OK && p < r->s->nparts; p++) {
         const stage_part *part = &r->s->parts[p];
-        mdf_step_ctx ctx = part_ctx(r, p, k, step);
+        mdf_method_ctx ctx = part_ctx(r, p, k, step);
         st = submit_hooks(r, p, k, MDF_BEFORE_POST_UPDATE, step, err);
-        if (st == MDF_OK && p >= first_busy && part->integ->post_update && part->integ->post_update(&ctx) != 0)
-            st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s post_update", part->integ->name);
+        if (st == MDF_OK && p >= first_busy && part->method->post_update && part->method->post_update(&ctx) != 0)
+            st = mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s post_update", part->method->name);
         if (st == MDF_OK) st = submit_hooks(r, p, k, MDF_AFTER_POST_UPDATE, step, err);
     }
     return st;
@@ -623,19 +643,19 @@ static mdf_status submit_start(stage_run *r, int flags, mdf_error *err)
 static mdf_status create_workspaces(stage_run *r, int p, mdf_error *err)
 {
     const stage_part *part = &r->s->parts[p];
-    if (!part->integ->work_bytes) return MDF_OK;
+    if (!part->method->work_bytes) return MDF_OK;
     int n = r->b->nshards;
     r->work[p] = calloc((size_t)n, sizeof *r->work[p]);
     r->work_mem[p] = calloc((size_t)n, sizeof *r->work_mem[p]);
     if (!r->work[p] || !r->work_mem[p]) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a stage run");
     for (int k = 0; k < n; k++) {
         const mdf_shard *sh = &r->b->shards[k];
-        size_t bytes = part->integ->work_bytes(&part->cfg.params, sh->atom_cap, sh->sys_cap);
+        size_t bytes = part->method->work_bytes(part->mparams, sh->atom_cap, sh->sys_cap);
         if (bytes == 0) bytes = 8;
         r->work_mem[p][k] = calloc(1, mdf_blob_padded(bytes));
         if (!r->work_mem[p][k])
             return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for %s's workspace (%zu bytes for shard %d)",
-                                 part->integ->name, bytes, k);
+                                 part->method->name, bytes, k);
         mdf_blob_register(&r->work[p][k], STARPU_MAIN_RAM, (uintptr_t)r->work_mem[p][k], bytes);
     }
     return MDF_OK;
@@ -692,7 +712,7 @@ static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model
     r->hi = s->parts[s->nparts - 1].cfg.status;
     for (int p = 0; p < s->nparts; p++) {
         r->any_checks |= part_checks(&s->parts[p]);
-        r->cells_change |= (s->parts[p].integ->flags & MDF_INTEG_CELL) != 0;
+        r->cells_change |= mdf_method_has(s->parts[p].method, MDF_METHOD_CELL);
     }
     r->r_list = mdf_model_cutoff(m) + s->parts[0].cfg.skin;
     mdf_run_control_init(&r->ctl);
@@ -763,6 +783,8 @@ static mdf_status destroy_run(stage_run *r, mdf_error *err)
  * with the same method (a stage run again) is kept. Host side, once per run. */
 static mdf_status claim_states(mdf_batch *b, const mdf_stage *s, mdf_error *err)
 {
+    int32_t number[MDF_CONVERGE_PARTS];
+    for (int p = 0; p < s->nparts; p++) number[p] = mdf_method_number(s->parts[p].method);
     for (int k = 0; k < b->nshards; k++) {
         const mdf_shard *sh = &b->shards[k];
         if (starpu_data_acquire(sh->state, STARPU_RW) != 0)
@@ -771,7 +793,7 @@ static mdf_status claim_states(mdf_batch *b, const mdf_stage *s, mdf_error *err)
             mdf_sys_state *st = &b->state[sh->sys_off + i];
             int32_t status = b->sys[sh->sys_off + i].status;
             for (int p = 0; p < s->nparts; p++) {
-                int32_t method = mdf_integrator_number(s->parts[p].integ);
+                int32_t method = number[p];
                 if (status != s->parts[p].cfg.status || st->method == method) continue;
                 memset(st, 0, sizeof *st);
                 st->method = method;
@@ -925,17 +947,20 @@ static int refill_due(stage_run *r, int64_t step)
 
 /* ---- checkpoints ------------------------------------------------------------------ */
 
-static uint64_t hash_params(uint64_t h, const mdf_dynamics_params *p)
+/* The stage-wide settings, then the method's block value by value in its
+ * table's order (padding and layout do not count; the method's name is
+ * hashed by the caller). */
+static uint64_t hash_params(uint64_t h, const mdf_dynamics_params *p, const mdf_method *m, const void *block)
 {
-    const double d[] = {p->dt_fs, p->temperature_K, p->langevin.friction_per_fs, p->nose_hoover.tau_fs,
-                        p->bussi.tau_fs, p->npt.pressure_bar, p->npt.tau_p_fs, p->npt.compressibility_per_bar,
-                        p->npt.tau_t_fs, p->fire.dt, p->fire.dtmax, p->fire.maxstep, p->fire.finc, p->fire.fdec,
-                        p->fire.astart, p->fire.fa, p->fire2.dt, p->fire2.dtmax, p->fire2.dtmin, p->fire2.maxstep,
-                        p->fire2.finc, p->fire2.fdec, p->fire2.astart, p->fire2.fa, p->gd.step, p->gd.maxstep,
-                        p->lbfgs.alpha, p->lbfgs.damping, p->lbfgs.maxstep};
-    const int64_t n[] = {(int64_t)p->seed, p->nose_hoover.chain, p->fire.nmin, p->fire2.nmin, p->lbfgs.memory};
-    for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) h = mdf_hash_f64(h, d[k]);
-    for (size_t k = 0; k < sizeof n / sizeof n[0]; k++) h = mdf_hash_i64(h, n[k]);
+    h = mdf_hash_f64(h, p->dt_fs);
+    h = mdf_hash_f64(h, p->temperature_K);
+    h = mdf_hash_i64(h, (int64_t)p->seed);
+    h = mdf_hash_i64(h, (int64_t)mdf_params_count(m->params));
+    for (const mdf_param_def *d = m->params; d && d->name; d++) {
+        h = mdf_hash_str(h, d->name);
+        h = d->type == MDF_PARAM_TYPE_DOUBLE ? mdf_hash_f64(h, mdf_params_get(d, block))
+                                             : mdf_hash_i64(h, (int64_t)mdf_params_get(d, block));
+    }
     return h;
 }
 
@@ -950,15 +975,15 @@ static uint64_t stage_hash(const mdf_stage *s, char *text, size_t size)
         const stage_part *part = &s->parts[p];
         const mdf_stage_config *c = &part->cfg;
         size_t len = strlen(text);
-        snprintf(text + len, size - len, "%s%s", p ? " + " : "", part->integ->name);
-        h = mdf_hash_str(h, part->integ->name);
+        snprintf(text + len, size - len, "%s%s", p ? " + " : "", part->method->name);
+        h = mdf_hash_str(h, part->method->name);
         h = mdf_hash_i64(h, c->status);
         h = mdf_hash_i64(h, c->converged_status);
         h = mdf_hash_i64(h, c->step_budget);
         h = mdf_hash_f64(h, c->entry_temperature_K);
         h = mdf_hash_f64(h, c->skin);
         h = mdf_hash_i64(h, c->chunk_atoms);
-        h = hash_params(h, &c->params);
+        h = hash_params(h, &c->params, part->method, part->mparams);
         h = mdf_hash_i64(h, part->crit.mask);
         h = mdf_hash_f64(h, part->crit.fmax_thr);
         h = mdf_hash_f64(h, part->crit.de_thr);
@@ -1176,7 +1201,7 @@ static mdf_status restore_run(stage_run *r, const mdf_ckpt *ck, mdf_error *err)
 static int run_needs_virial(const mdf_stage *s)
 {
     for (int p = 0; p < s->nparts; p++)
-        if (s->parts[p].integ->flags & MDF_INTEG_NEEDS_VIRIAL) return 1;
+        if (mdf_method_has(s->parts[p].method, MDF_METHOD_NEEDS_VIRIAL)) return 1;
     return 0;
 }
 

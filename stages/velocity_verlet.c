@@ -1,25 +1,29 @@
-/* mdflow — NVE velocity Verlet as an integrator. */
-#include "integrator.h"
+/* mdflow — NVE velocity Verlet as a method. */
+#include "velocity_verlet.h"
 #include "../codelets/verlet/verlet_codelet.h"
 
-static int vv_pre(const mdf_step_ctx *c)
+static int vv_pre(const mdf_method_ctx *c)
 {
-    const mdf_shard *sh = c->sh;
-    mdf_vv_args a = {.dt = c->dt, .status = c->status, .nsys = sh->nsys};
-    return mdf_insert_vv_pre(sh->pos, sh->vel, sh->force, sh->atoms, sh->sys, sh->natoms, &a);
+    mdf_vv_args a = {.dt = mdf_method_dt(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c)};
+    return mdf_insert_vv_pre(mdf_method_pos(c), mdf_method_vel(c), mdf_method_force(c), mdf_method_atoms(c),
+                             mdf_method_sys(c), mdf_method_natoms(c), &a);
 }
 
-static int vv_post(const mdf_step_ctx *c)
+static int vv_post(const mdf_method_ctx *c)
 {
-    const mdf_shard *sh = c->sh;
-    mdf_vv_args a = {.dt = c->dt, .status = c->status, .nsys = sh->nsys};
-    return mdf_insert_vv_post(sh->vel, sh->force, sh->atoms, sh->sys, sh->res, sh->natoms, &a);
+    mdf_vv_args a = {.dt = mdf_method_dt(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c)};
+    return mdf_insert_vv_post(mdf_method_vel(c), mdf_method_force(c), mdf_method_atoms(c), mdf_method_sys(c),
+                              mdf_method_res(c), mdf_method_natoms(c), &a);
 }
 
-const mdf_integrator_ops mdf_velocity_verlet = {
+static const char *const vv_aliases[] = {"nve", "verlet", NULL};
+
+const mdf_method mdf_velocity_verlet = {
+    .api_version = MDFLOW_API_VERSION,
     .name = "velocity_verlet",
     .summary = "NVE velocity Verlet (symplectic, time-reversible)",
-    .flags = MDF_INTEG_MOMENTUM,
+    .aliases = vv_aliases,
+    .flags = MDF_METHOD_MOMENTUM,
     .pre_update = vv_pre,
     .post_update = vv_post,
 };

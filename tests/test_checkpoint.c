@@ -44,7 +44,8 @@ static mdf_model *argon(void)
 
 /* L-BFGS to fmax 0.01 (0 -> 1), then Langevin at temperature T for
  * MD_STEPS steps (1 -> 2), each part with a CSV log under dir. */
-static mdf_stage *relax_then_md(const char *dir, double temperature)
+/* friction > 0: the Langevin stage's own (else its default). */
+static mdf_stage *relax_then_md(const char *dir, double temperature, double friction)
 {
     mdf_stage_config sc;
     mdf_stage_config_init(&sc);
@@ -61,6 +62,7 @@ static mdf_stage *relax_then_md(const char *dir, double temperature)
     sc.params.temperature_K = temperature;
     sc.params.seed = 4;
     sc.entry_temperature_K = 25.0;
+    if (friction > 0.0) tu_param(&sc.method_params, "friction_per_fs", friction);
     TU_CALL(mdf_stage_create, &sc, &md);
     TU_CALL(mdf_stage_add_criterion, md, MDF_CRITERION_STEPS, MD_STEPS);
     TU_CALL(mdf_fuse, relax, md, &fused);
@@ -119,6 +121,7 @@ typedef struct run_opts {
     int64_t max_steps;
     int ndata;              /* systems of the dataset (NDATA unless a test changes it) */
     double temperature;
+    double friction;        /* the Langevin stage's (0: its default) */
     const char *logdir;
 } run_opts;
 
@@ -133,7 +136,7 @@ static mdf_status run(const run_opts *o, received *rec, mdf_stage_report *rep, m
     mdf_sampler *sampler = NULL;
     TU_CALL(mdf_sampler_create, frames, (size_t)n, &sc, &sampler);
     mdf_model *m = argon();
-    mdf_stage *s = relax_then_md(o->logdir, o->temperature > 0 ? o->temperature : 25.0);
+    mdf_stage *s = relax_then_md(o->logdir, o->temperature > 0 ? o->temperature : 25.0, o->friction);
     TU_CALL(mdf_stage_set_max_steps, s, o->max_steps);
     mdf_inflight_config ic;
     mdf_inflight_config_init(&ic);
@@ -384,6 +387,11 @@ static void test_refusals_and_atomic_writes(void **state)
     o.temperature = 30.0;
     expect_error(&o, MDF_ERR_INVALID, "another workflow", "lbfgs + langevin");
     o.temperature = 0.0;
+    /* A method's own parameter is part of the stage too (its block is in
+     * the fingerprint). */
+    o.friction = 0.02;
+    expect_error(&o, MDF_ERR_INVALID, "another workflow", "with other parameters");
+    o.friction = 0.0;
     o.every = 2 * EVERY;
     expect_error(&o, MDF_ERR_INVALID, "checkpoint interval", ck);
     o.every = EVERY;

@@ -3,7 +3,9 @@
 # frames, thermo log, summary), the error message and exit status for each kind
 # of bad input, outputs equal to the input or to each other and outputs that
 # cannot be written (both refused before the run), that a failing run loses
-# nothing already written, and the default workload.
+# nothing already written, parameters by name (--param, the shorthand flags,
+# mdflow methods and models, plugins that are not there), and the default
+# workload.
 #
 # Run by automake's harness from the build tree with MDF_TEST_SRCDIR and
 # MDF_TEST_BUILDDIR set; also runs by hand from a build directory.
@@ -541,6 +543,130 @@ if [ -n "$ro" ]; then
 else
     echo "# (read-only folder case skipped: cannot make one here)"
 fi
+
+# ---- 6d. parameters by name: --param, the shorthands, mdflow methods/models -------------
+# The dedicated flags are shorthands for the method's and the model's named
+# parameters: the same run either way, bit for bit; and the parameter is
+# applied (another friction gives another trajectory).
+common="--input clusters.xyz --ensemble langevin --temperature 40 --steps 30 --dt 5 --quiet"
+# shellcheck disable=SC2086 # common is a list of options
+run "$MDFLOW" md $common --friction 0.05 --lj-epsilon 0.012 --lj-sigma 3.3 --lj-cutoff 7.5 --lj-shift --output flags.xyz
+rc_flags=$rc
+# shellcheck disable=SC2086
+run "$MDFLOW" md $common --param friction_per_fs=0.05 --param epsilon=0.012 --param sigma=3.3 --param cutoff=7.5 \
+    --param shift=true --output params.xyz
+rc_params=$rc
+# shellcheck disable=SC2086
+run "$MDFLOW" md $common --param friction_per_fs=0.02 --param epsilon=0.012 --param sigma=3.3 --param cutoff=7.5 \
+    --param shift=true --output params2.xyz
+if [ "$rc_flags" -eq 0 ] && [ "$rc_params" -eq 0 ] && cmp -s flags.xyz params.xyz && ! cmp -s params.xyz params2.xyz; then
+    pass "md --param friction_per_fs/epsilon/sigma/cutoff/shift = --friction --lj-*: the same output bit for bit (another friction differs)"
+else
+    fail "md --param = the dedicated flags, bit for bit" "exit status $rc_flags and $rc_params; \
+flags vs params: $(cmp flags.xyz params.xyz 2>&1 || true); params vs friction 0.02: $(cmp -s params.xyz params2.xyz && echo same || echo differ)"
+fi
+# A later setting of a parameter wins (the shorthand first, --param after).
+# shellcheck disable=SC2086
+run "$MDFLOW" md $common --friction 0.02 --param friction_per_fs=0.05 --lj-epsilon 0.012 --lj-sigma 3.3 --lj-cutoff 7.5 \
+    --lj-shift --output later.xyz
+if [ "$rc" -eq 0 ] && cmp -s flags.xyz later.xyz; then pass "--friction 0.02 then --param friction_per_fs=0.05: the later wins"
+else fail "--friction 0.02 then --param friction_per_fs=0.05: the later wins" "exit status $rc"; fi
+# npt's shorthands.
+run "$MDFLOW" md --input box.xyz --ensemble npt --temperature 40 --steps 10 --dt 4 --quiet --pressure 100 --tau-p 500 \
+    --compressibility 1e-5 --tau-t 50 --output npt-flags.xyz
+rc_flags=$rc
+run "$MDFLOW" md --input box.xyz --ensemble npt --temperature 40 --steps 10 --dt 4 --quiet --param pressure_bar=100 \
+    --param tau_p_fs=500 --param compressibility_per_bar=1e-5 --param tau_t_fs=50 --output npt-params.xyz
+if [ "$rc_flags" -eq 0 ] && [ "$rc" -eq 0 ] && cmp -s npt-flags.xyz npt-params.xyz; then
+    pass "md npt: --pressure --tau-p --compressibility --tau-t = --param pressure_bar, tau_p_fs, compressibility_per_bar, tau_t_fs"
+else fail "md npt: the shorthands = --param" "exit status $rc_flags and $rc"; show stderr "$T/stderr"; fi
+# Without per-element rows, lj gives every element of the input the scalar
+# parameters: the same run as a row per element with those values.
+run md --input arkr.xyz --lj-epsilon 0.012 --lj-sigma 3.5 --lj-cutoff 8 --output every.xyz
+rc_every=$rc
+run md --input arkr.xyz --lj-species Ar:0.012:3.5:8 --lj-species Kr:0.012:3.5:8 --output rows.xyz
+if [ "$rc_every" -eq 0 ] && [ "$rc" -eq 0 ] && cmp -s every.xyz rows.xyz; then
+    pass "lj without rows on Ar + Kr = a row per element with the scalar values, bit for bit"
+else fail "lj without rows on Ar + Kr = a row per element with the scalar values" "exit status $rc_every and $rc"; fi
+# Per-element rows and a method's two names for one option (--tau-t is nose_hoover's tau_fs).
+run "$MDFLOW" md --input arkr.xyz --ensemble nose-hoover --temperature 30 --steps 20 --quiet --tau-t 40 --chain 4 \
+    --lj-species Ar:0.0104:3.40:8.5 --lj-species Kr:0.014:3.65:8.5 --lj-pair Ar:Kr:0.012:3.5:8.5 --output nh-flags.xyz
+rc_flags=$rc
+run "$MDFLOW" md --input arkr.xyz --ensemble nose-hoover --temperature 30 --steps 20 --quiet --param tau_fs=40 \
+    --param method.chain=4 --lj-species Ar:0.0104:3.40:8.5 --lj-species Kr:0.014:3.65:8.5 --lj-pair Ar:Kr:0.012:3.5:8.5 \
+    --output nh-params.xyz
+if [ "$rc_flags" -eq 0 ] && [ "$rc" -eq 0 ] && cmp -s nh-flags.xyz nh-params.xyz; then
+    pass "md nose-hoover: --param tau_fs, method.chain = --tau-t, --chain (with --lj-species/--lj-pair rows)"
+else
+    fail "md nose-hoover: --param tau_fs, method.chain = --tau-t, --chain" "exit status $rc_flags and $rc"
+    show stderr "$T/stderr"
+fi
+# An optimiser's parameters: --param reaches it (a smaller maxstep takes more steps).
+run "$MDFLOW" relax --input clusters.xyz --optimizer fire --fmax 0.05 --max-steps 3000 --param maxstep=0.01 --log slow.csv
+steps_slow=$(awk -F, 'NR > 1 { if ($1 > m) m = $1 } END { print m + 0 }' slow.csv 2>/dev/null)
+steps_fast=$(awk -F, 'NR > 1 { if ($1 > m) m = $1 } END { print m + 0 }' relax-fire.csv 2>/dev/null)
+if [ "$rc" -eq 0 ] && [ "${steps_slow:-0}" -gt "${steps_fast:-0}" ]; then
+    pass "relax --param maxstep=0.01 reaches FIRE: $steps_slow steps, $steps_fast with the default 0.2 Å"
+else
+    fail "relax --param maxstep=0.01 reaches FIRE" "exit status $rc; steps $steps_slow vs $steps_fast"; show stderr "$T/stderr"
+fi
+run md --input in.xyz --param frobnicate=1
+expect_error "--param of an unknown name" 2 "unknown parameter 'frobnicate'" "model lj takes epsilon, sigma, cutoff, shift" \
+    "method velocity_verlet takes none"
+run md --input in.xyz --ensemble langevin --temperature 40 --param tau_fs=5
+expect_error "--param of another method's name" 2 "'tau_fs'" "method langevin takes friction_per_fs"
+run md --input in.xyz --ensemble langevin --temperature 40 --param friction_per_fs=-1
+expect_error "--param out of range" 2 "friction_per_fs" "langevin" "-1 is out of range" "(0, inf) 1/fs"
+run md --input in.xyz --ensemble nose-hoover --temperature 40 --chain 9
+expect_error "--chain out of range" 2 "--chain 9" "chain" "[1, 5]"
+run md --input in.xyz --param sigma=0
+expect_error "--param sigma=0 (model)" 2 "sigma" "model lj" "(0, inf) Å"
+run md --input in.xyz --param sigma
+expect_error "--param without a value" 2 "NAME=VALUE"
+run md --input in.xyz --param model.tau_fs=1
+expect_error "--param model. of a method's name" 2 "unknown parameter 'tau_fs' of model lj" "epsilon, sigma, cutoff, shift"
+run md --input in.xyz --ensemble langevin --temperature 40 --tau-t 50
+expect_error "--tau-t for a method without a thermostat time" 2 "--tau-t 50" "langevin" "friction_per_fs"
+run md --input in.xyz --model morse
+expect_error "--model of an unregistered model" 2 "morse" "lj" "--plugin"
+run "$MDFLOW" relax --input clusters.xyz --optimizer velocity_verlet
+expect_error "relax --optimizer of an integrator" 2 "velocity_verlet" "fire, fire2, gd, lbfgs"
+# mdflow methods: every method with its parameters (name, help, default, range, unit).
+run "$MDFLOW" methods
+if [ "$rc" -eq 0 ] && grep -E '^ +friction_per_fs +.*default 0\.01; \(0, inf\) 1/fs' "$T/stdout" >/dev/null \
+    && grep -E '^ +chain +.*default 3; \[1, 5\]' "$T/stdout" >/dev/null && grep -E '^ +memory ' "$T/stdout" >/dev/null \
+    && grep -E '^ +pressure_bar ' "$T/stdout" >/dev/null; then
+    pass "mdflow methods: parameters with default, range and unit (friction_per_fs, chain, memory, pressure_bar)"
+else
+    fail "mdflow methods: parameters with default, range and unit" "exit status $rc"; show stdout "$T/stdout"
+fi
+run "$MDFLOW" models
+if [ "$rc" -eq 0 ] && grep -E '^  lj +Lennard-Jones' "$T/stdout" >/dev/null \
+    && grep -E '^ +sigma +.*default 3\.4; \(0, inf\) Å' "$T/stdout" >/dev/null && grep -E '^ +shift ' "$T/stdout" >/dev/null \
+    && grep -F 'per element' "$T/stdout" >/dev/null && grep -F 'per pair' "$T/stdout" >/dev/null; then
+    pass "mdflow models: lj with its parameters (scalar, per element, per pair)"
+else
+    fail "mdflow models: lj with its parameters (scalar, per element, per pair)" "exit status $rc"; show stdout "$T/stdout"
+fi
+for args in "--help" "md --help" "relax --help"; do
+    # shellcheck disable=SC2086
+    run "$MDFLOW" $args
+    if grep -F -e '--param' "$T/stdout" >/dev/null && grep -F -e '--plugin' "$T/stdout" >/dev/null; then
+        pass "mdflow $args documents --param and --plugin"
+    else fail "mdflow $args documents --param and --plugin"; show stdout "$T/stdout"; fi
+done
+run "$MDFLOW" --help
+if grep -E '^  models ' "$T/stdout" >/dev/null && grep -F MDFLOW_PLUGIN_PATH "$T/stdout" >/dev/null; then
+    pass "mdflow --help lists the models command and MDFLOW_PLUGIN_PATH"
+else fail "mdflow --help lists the models command and MDFLOW_PLUGIN_PATH"; show stdout "$T/stdout"; fi
+# Plugins that are not there: the message names the file (loading real ones: test_plugins.sh).
+run md --input in.xyz --plugin "$T/no-such-plugin.so"
+expect_error "--plugin of a missing file" nonzero "--plugin" "$T/no-such-plugin.so"
+run env MDFLOW_PLUGIN_PATH="$T/missing-dir/x.so" "$MDFLOW" methods
+expect_error "MDFLOW_PLUGIN_PATH naming a missing file" nonzero "MDFLOW_PLUGIN_PATH" "$T/missing-dir/x.so"
+printf 'not a shared object\n' >fake.so
+run env MDFLOW_PLUGIN_PATH="$T/fake.so" "$MDFLOW" md --input in.xyz
+expect_error "MDFLOW_PLUGIN_PATH naming a file that is not a shared object" nonzero "$T/fake.so" "shared object"
 
 # ---- 7. the default workload -------------------------------------------------------
 # MDFLOW_DATA points nowhere: the dataset is found through the compiled-in paths.

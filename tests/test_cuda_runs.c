@@ -382,7 +382,7 @@ static void run_snapshots(int kind, int jittered, snap_set *out, worker_counts *
     sc.chunk_atoms = CHUNK_ATOMS;
     sc.params.dt_fs = 2.0;
     sc.params.temperature_K = 60.0;
-    sc.params.nose_hoover.tau_fs = 50.0;
+    tu_param(&sc.method_params, "tau_fs", 50.0);
     mdf_stage *s = NULL;
     TU_CALL(mdf_stage_create, &sc, &s);
     mdf_hook *h = NULL;
@@ -520,7 +520,10 @@ static void run_big_optimiser(int kind, const char *method, sys_final *out, work
     sc.integrator = method;
     sc.max_steps = BIGOPT_STEPS;
     sc.chunk_atoms = 1 << 20;
-    sc.params.lbfgs.memory = 10;
+    mdf_param_list mp; /* lbfgs's history; the other optimisers take their defaults */
+    mdf_param_list_init(&mp);
+    tu_param(&mp, "lbfgs.memory", 10);
+    tu_method_params(&sc, &mp);
     mdf_stage *s = NULL;
     TU_CALL(mdf_stage_create, &sc, &s);
     mdf_stage_report rep;

@@ -278,11 +278,14 @@ static mdf_stage *make_stage(const case_spec *c, FILE *warn, run_result *r)
     p->dt_fs = 2.0;
     p->temperature_K = 300.0;
     p->seed = 77;
-    p->nose_hoover.tau_fs = 50.0;
-    p->bussi.tau_fs = 50.0;
-    p->npt.tau_p_fs = 500.0;
-    p->npt.tau_t_fs = 50.0;
-    p->lbfgs.memory = 10;
+    mdf_param_list mp; /* each method takes its own */
+    mdf_param_list_init(&mp);
+    tu_param(&mp, "nose_hoover.tau_fs", 50.0);
+    tu_param(&mp, "bussi.tau_fs", 50.0);
+    tu_param(&mp, "npt.tau_p_fs", 500.0);
+    tu_param(&mp, "npt.tau_t_fs", 50.0);
+    tu_param(&mp, "lbfgs.memory", 10);
+    tu_method_params(&cfg, &mp);
     mdf_stage *s = NULL;
     TU_CALL(mdf_stage_create, &cfg, &s);
     mdf_hook *h = NULL;

@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mdflow/extension.h"
 #include "testutil.h"
 
 #define SIGMA 3.40
@@ -175,13 +176,14 @@ static mdf_batch *batch_of(const mdf_frame *frames, int nshards)
     return b;
 }
 
-static mdf_stage *stage_of(const char *method, int64_t max_steps, double fmax, const mdf_dynamics_params *params)
+/* params: the method's own, by name (NULL: its defaults). */
+static mdf_stage *stage_of(const char *method, int64_t max_steps, double fmax, const mdf_param_list *params)
 {
     mdf_stage_config sc;
     mdf_stage_config_init(&sc);
     sc.integrator = method;
     sc.max_steps = max_steps;
-    if (params) sc.params = *params;
+    if (params) sc.method_params = *params;
     mdf_stage *s = NULL;
     TU_CALL(mdf_stage_create, &sc, &s);
     if (fmax >= 0.0) TU_CALL(mdf_stage_add_criterion, s, MDF_CRITERION_FMAX, fmax);
@@ -325,6 +327,29 @@ typedef struct f2_ref {
     int uphill_late, capped, mixed; /* counts, to see that each branch ran */
 } f2_ref;
 
+/* FIRE2's parameters as a stage gets them: those given, else the method's
+ * table defaults. */
+typedef struct f2_par {
+    double dt, dtmax, dtmin, maxstep, finc, fdec, astart, fa;
+    int nmin;
+} f2_par;
+
+static double f2_value(const mdf_param_list *l, const char *name)
+{
+    const char *given = mdf_param_list_get(l, name);
+    if (given) return strtod(given, NULL);
+    const mdf_param_def *d = mdf_params_find(mdf_method_find("fire2")->params, name);
+    assert_non_null(d);
+    return d->def;
+}
+
+static f2_par f2_par_of(const mdf_param_list *l)
+{
+    return (f2_par){.dt = f2_value(l, "dt"), .dtmax = f2_value(l, "dtmax"), .dtmin = f2_value(l, "dtmin"),
+                    .maxstep = f2_value(l, "maxstep"), .finc = f2_value(l, "finc"), .fdec = f2_value(l, "fdec"),
+                    .astart = f2_value(l, "astart"), .fa = f2_value(l, "fa"), .nmin = (int)f2_value(l, "nmin")};
+}
+
 static void lj_forces_ref(const double *x, int n, double *f)
 {
     memset(f, 0, sizeof(double) * 3 * (size_t)n);
@@ -345,7 +370,7 @@ static void lj_forces_ref(const double *x, int n, double *f)
 }
 
 /* One step of the documented FIRE2 on x, v (n atoms). */
-static void fire2_ref_step(f2_ref *r, const mdf_dynamics_params *dp, double *x, double *v, int n)
+static void fire2_ref_step(f2_ref *r, const f2_par *dp, double *x, double *v, int n)
 {
     double *f = malloc(sizeof(double) * 3 * (size_t)n);
     lj_forces_ref(x, n, f);
@@ -362,19 +387,19 @@ static void fire2_ref_step(f2_ref *r, const mdf_dynamics_params *dp, double *x, 
     int uphill = !(P > 0.0);
     if (!uphill) {
         r->npos++;
-        if (r->npos > dp->fire2.nmin) {
-            r->dt = fmin(r->dt * dp->fire2.finc, dp->fire2.dtmax);
-            r->a *= dp->fire2.fa;
+        if (r->npos > dp->nmin) {
+            r->dt = fmin(r->dt * dp->finc, dp->dtmax);
+            r->a *= dp->fa;
         }
     } else {
         r->npos = 0;
-        if (r->iter >= dp->fire2.nmin) { /* iterations 1 .. nmin - 1 are the initial delay */
-            r->dt = fmax(r->dt * dp->fire2.fdec, dp->fire2.dtmin);
-            r->a = dp->fire2.astart;
+        if (r->iter >= dp->nmin) { /* iterations 1 .. nmin - 1 are the initial delay */
+            r->dt = fmax(r->dt * dp->fdec, dp->dtmin);
+            r->a = dp->astart;
             r->uphill_late++;
         }
         double back = 0.5 * r->dt, longest = back * vmax;
-        if (longest > dp->fire2.maxstep) back *= dp->fire2.maxstep / longest;
+        if (longest > dp->maxstep) back *= dp->maxstep / longest;
         for (int q = 0; q < 3 * n; q++) {
             x[q] -= back * v[q];
             v[q] = 0.0;
@@ -395,8 +420,8 @@ static void fire2_ref_step(f2_ref *r, const mdf_dynamics_params *dp, double *x, 
         for (int k = 0; k < 3; k++) d2 += (r->dt * v[3 * i + k]) * (r->dt * v[3 * i + k]);
         dmax = fmax(dmax, sqrt(d2));
     }
-    double scale = dmax > dp->fire2.maxstep ? dp->fire2.maxstep / dmax : 1.0;
-    r->capped += dmax > dp->fire2.maxstep;
+    double scale = dmax > dp->maxstep ? dp->maxstep / dmax : 1.0;
+    r->capped += dmax > dp->maxstep;
     for (int q = 0; q < 3 * n; q++) x[q] += scale * (r->dt * v[q]);
     free(f);
 }
@@ -405,12 +430,13 @@ static void test_fire2_steps(void **state)
 {
     (void)state;
     enum { STEPS = 60, EVERY = 10 };
-    mdf_dynamics_params p;
-    mdf_dynamics_params_init(&p);
-    p.fire2.dt = 0.3;
-    p.fire2.dtmax = 3.0;
-    p.fire2.nmin = 4;
-    p.fire2.maxstep = 0.08;
+    mdf_param_list p;
+    mdf_param_list_init(&p);
+    tu_param(&p, "dt", 0.3);
+    tu_param(&p, "dtmax", 3.0);
+    tu_param(&p, "nmin", 4);
+    tu_param(&p, "maxstep", 0.08);
+    const f2_par dp = f2_par_of(&p);
     mdf_model *m = argon();
     mdf_batch *b = batch_of(g_start, 1);
     mdf_stage *s = stage_of("fire2", EVERY, -1.0, &p);
@@ -419,7 +445,7 @@ static void test_fire2_steps(void **state)
     int uphill = 0, capped = 0, mixed = 0;
     for (int i = 0; i < NSYS; i++) {
         int n = (int)g_start[i].natoms;
-        ref[i] = (f2_ref){.dt = p.fire2.dt, .a = p.fire2.astart};
+        ref[i] = (f2_ref){.dt = dp.dt, .a = dp.astart};
         x[i] = malloc(sizeof(double) * 3 * (size_t)n);
         v[i] = calloc(3 * (size_t)n, sizeof(double));
         memcpy(x[i], g_start[i].positions, sizeof(double) * 3 * (size_t)n);
@@ -428,7 +454,7 @@ static void test_fire2_steps(void **state)
         run_stage(s, b, m);
         for (int i = 0; i < NSYS; i++) {
             int n = (int)g_start[i].natoms;
-            for (int t = 0; t < EVERY; t++) fire2_ref_step(&ref[i], &p, x[i], v[i], n);
+            for (int t = 0; t < EVERY; t++) fire2_ref_step(&ref[i], &dp, x[i], v[i], n);
             mdf_frame out;
             memset(&out, 0, sizeof out);
             TU_CALL(mdf_batch_get_frame, b, (size_t)i, &out);
@@ -521,9 +547,9 @@ static void record_energy(void *user, const mdf_hook_event *ev)
 static void test_gd(void **state)
 {
     (void)state;
-    mdf_dynamics_params p;
-    mdf_dynamics_params_init(&p);
-    p.gd.step = 0.3;
+    mdf_param_list p;
+    mdf_param_list_init(&p);
+    tu_param(&p, "step", 0.3);
     mdf_model *m = argon();
 
     /* Monotonic decrease from the jittered starts. */
@@ -640,12 +666,12 @@ static void test_shards_and_schedulers(void **state)
 
 /* ---- 6. parameters ---------------------------------------------------------------- */
 
-static void expect_refused(const char *method, const mdf_dynamics_params *p, const char *needle)
+static void expect_refused(const char *method, const char *name, double value, const char *needle)
 {
     mdf_stage_config sc;
     mdf_stage_config_init(&sc);
     sc.integrator = method;
-    sc.params = *p;
+    tu_param(&sc.method_params, name, value);
     mdf_stage *s = NULL;
     mdf_error err;
     mdf_error_clear(&err);
@@ -658,39 +684,20 @@ static void expect_refused(const char *method, const mdf_dynamics_params *p, con
 static void test_bad_parameters(void **state)
 {
     (void)state;
-    mdf_dynamics_params p;
-    mdf_dynamics_params_init(&p);
     for (int k = 0; k < NMETHODS; k++) { /* the defaults pass */
-        mdf_stage *s = stage_of(g_methods[k], 1, -1.0, &p);
+        mdf_stage *s = stage_of(g_methods[k], 1, -1.0, NULL);
         mdf_stage_destroy(s);
         assert_int_equal(mdf_integrator_is_optimiser(g_methods[k]), 1);
     }
-    p.fire.dt = 0.0;
-    expect_refused("fire", &p, "fire.dt 0 must be > 0");
-    mdf_dynamics_params_init(&p);
-    p.fire.fdec = 1.5;
-    expect_refused("fire", &p, "fire.fdec");
-    mdf_dynamics_params_init(&p);
-    p.fire.nmin = -1;
-    expect_refused("fire", &p, "fire.nmin");
-    mdf_dynamics_params_init(&p);
-    p.fire2.dtmin = 2.0;
-    expect_refused("fire2", &p, "fire2.dtmin");
-    mdf_dynamics_params_init(&p);
-    p.fire2.maxstep = NAN;
-    expect_refused("fire2", &p, "fire2.maxstep");
-    mdf_dynamics_params_init(&p);
-    p.gd.step = -0.1;
-    expect_refused("gd", &p, "gd.step");
-    mdf_dynamics_params_init(&p);
-    p.lbfgs.memory = -1;
-    expect_refused("lbfgs", &p, "lbfgs.memory");
-    mdf_dynamics_params_init(&p);
-    p.lbfgs.alpha = 0.0;
-    expect_refused("lbfgs", &p, "lbfgs.alpha");
-    mdf_dynamics_params_init(&p);
-    p.lbfgs.maxstep = 1.5;
-    expect_refused("lbfgs", &p, "lbfgs.maxstep");
+    expect_refused("fire", "dt", 0.0, "parameter dt of method fire: 0 is out of range; give a value in (0, inf)");
+    expect_refused("fire", "fdec", 1.5, "fdec of method fire");
+    expect_refused("fire", "nmin", -1, "nmin of method fire");
+    expect_refused("fire2", "dtmin", 2.0, "dtmin of method fire2");
+    expect_refused("fire2", "maxstep", NAN, "maxstep of method fire2");
+    expect_refused("gd", "step", -0.1, "step of method gd");
+    expect_refused("lbfgs", "memory", -1, "memory of method lbfgs");
+    expect_refused("lbfgs", "alpha", 0.0, "alpha of method lbfgs");
+    expect_refused("lbfgs", "maxstep", 1.5, "maxstep of method lbfgs");
 }
 
 int main(void)

@@ -129,8 +129,23 @@ static mdf_model *argon_model(double cutoff, int shift)
     return m;
 }
 
+/* Stage-wide settings, and the methods' own by name ("langevin.friction_per_fs":
+ * each run takes those of its method, tu_method_params). */
+typedef struct run_params {
+    mdf_dynamics_params d;
+    mdf_param_list m;
+} run_params;
+
+static run_params run_params_init(void)
+{
+    run_params p;
+    mdf_dynamics_params_init(&p.d);
+    mdf_param_list_init(&p.m);
+    return p;
+}
+
 /* Runs `steps` steps of `integ` on the batch, sampling every `every` steps. */
-static void run_stage(mdf_batch *b, mdf_model *m, const char *integ, const mdf_dynamics_params *p, int64_t steps,
+static void run_stage(mdf_batch *b, mdf_model *m, const char *integ, const run_params *p, int64_t steps,
                       double skin, sampler *smp, int every)
 {
     mdf_stage_config cfg;
@@ -138,7 +153,8 @@ static void run_stage(mdf_batch *b, mdf_model *m, const char *integ, const mdf_d
     cfg.integrator = integ;
     cfg.max_steps = steps;
     cfg.skin = skin;
-    cfg.params = *p;
+    cfg.params = p->d;
+    tu_method_params(&cfg, &p->m);
     mdf_stage *s = NULL;
     TU_CALL(mdf_stage_create, &cfg, &s);
     if (smp) {
@@ -182,7 +198,7 @@ static void fluid_frames(mdf_frame *f, int n, int cells, double a, uint64_t seed
     for (int i = 0; i < n; i++) f[i] = tu_fcc(cells, cells, cells, a, 18, 0.0, 0.1, seed + (uint64_t)i);
 }
 
-static void check_canonical(const char *integ, const mdf_dynamics_params *p, int all_dof)
+static void check_canonical(const char *integ, const run_params *p, int all_dof)
 {
     mdf_frame f[KE_SYS];
     fluid_frames(f, KE_SYS, 2, 5.75, 1000); /* 32 atoms, 11.5 Å box */
@@ -227,24 +243,22 @@ static void check_canonical(const char *integ, const mdf_dynamics_params *p, int
 static void test_langevin_canonical(void **state)
 {
     (void)state;
-    mdf_dynamics_params p;
-    mdf_dynamics_params_init(&p);
-    p.dt_fs = KE_DT;
-    p.temperature_K = KE_T;
-    p.seed = 11;
-    p.langevin.friction_per_fs = 0.01;
+    run_params p = run_params_init();
+    p.d.dt_fs = KE_DT;
+    p.d.temperature_K = KE_T;
+    p.d.seed = 11;
+    tu_param(&p.m, "langevin.friction_per_fs", 0.01);
     check_canonical("langevin", &p, 1);
 }
 
 static void test_bussi_canonical(void **state)
 {
     (void)state;
-    mdf_dynamics_params p;
-    mdf_dynamics_params_init(&p);
-    p.dt_fs = KE_DT;
-    p.temperature_K = KE_T;
-    p.seed = 12;
-    p.bussi.tau_fs = 50.0;
+    run_params p = run_params_init();
+    p.d.dt_fs = KE_DT;
+    p.d.temperature_K = KE_T;
+    p.d.seed = 12;
+    tu_param(&p.m, "bussi.tau_fs", 50.0);
     check_canonical("bussi", &p, 0);
 }
 
@@ -271,12 +285,11 @@ static nhc_result run_nhc(const mdf_frame *f, double rc, double T, int draw, con
     mdf_batch *b = NULL;
     TU_CALL(mdf_batch_create, f, NH_SYS, NULL, &b);
     if (draw) TU_CALL(mdf_batch_thermalize, b, T, 5, 0);
-    mdf_dynamics_params p;
-    mdf_dynamics_params_init(&p);
-    p.dt_fs = dt;
-    p.temperature_K = T;
-    p.nose_hoover.tau_fs = 100.0;
-    p.nose_hoover.chain = 3;
+    run_params p = run_params_init();
+    p.d.dt_fs = dt;
+    p.d.temperature_K = T;
+    tu_param(&p.m, "nose_hoover.tau_fs", 100.0);
+    tu_param(&p.m, "nose_hoover.chain", 3);
     sampler *smp = sampler_new(NH_SYS, steps + 1, 0);
     run_stage(b, m, integ, &p, steps, 1.0, smp, 1);
     nhc_result r = {0};
@@ -318,11 +331,10 @@ static void equilibrated_fluid(mdf_frame *f)
     mdf_batch *b = NULL;
     TU_CALL(mdf_batch_create, start, NH_SYS, NULL, &b);
     TU_CALL(mdf_batch_thermalize, b, NH_T, 5, 0);
-    mdf_dynamics_params p;
-    mdf_dynamics_params_init(&p);
-    p.dt_fs = 4.0;
-    p.temperature_K = NH_T;
-    p.langevin.friction_per_fs = 0.02;
+    run_params p = run_params_init();
+    p.d.dt_fs = 4.0;
+    p.d.temperature_K = NH_T;
+    tu_param(&p.m, "langevin.friction_per_fs", 0.02);
     run_stage(b, m, "langevin", &p, 1000, 1.0, NULL, 1);
     for (int i = 0; i < NH_SYS; i++) {
         TU_CALL(mdf_batch_get_frame, b, (size_t)i, &f[i]);
@@ -470,15 +482,14 @@ static void test_npt_vs_lammps(void **state)
     mdf_batch *b = NULL;
     TU_CALL(mdf_batch_create, f, NPT_SYS, NULL, &b);
     TU_CALL(mdf_batch_thermalize, b, NPT_T, 3, 0);
-    mdf_dynamics_params p;
-    mdf_dynamics_params_init(&p);
-    p.dt_fs = NPT_DT;
-    p.temperature_K = NPT_T;
-    p.seed = 21;
-    p.npt.pressure_bar = NPT_P;
-    p.npt.tau_p_fs = 500.0; /* volume correlation time ≈ τ_p: more independent samples */
-    p.npt.tau_t_fs = 100.0;
-    p.npt.compressibility_per_bar = 7e-5; /* solid argon near 60 K (B ≈ 1.4 GPa) */
+    run_params p = run_params_init();
+    p.d.dt_fs = NPT_DT;
+    p.d.temperature_K = NPT_T;
+    p.d.seed = 21;
+    tu_param(&p.m, "npt.pressure_bar", NPT_P);
+    tu_param(&p.m, "npt.tau_p_fs", 500.0); /* volume correlation time ≈ τ_p: more independent samples */
+    tu_param(&p.m, "npt.tau_t_fs", 100.0);
+    tu_param(&p.m, "npt.compressibility_per_bar", 7e-5); /* solid argon near 60 K (B ≈ 1.4 GPa) */
     int cap = NPT_STEPS / NPT_EVERY;
     sampler *smp = sampler_new(NPT_SYS, cap, NPT_EQUIL + NPT_EVERY);
     run_stage(b, m, "npt", &p, NPT_EQUIL + NPT_STEPS, 1.0, smp, NPT_EVERY);
@@ -550,17 +561,16 @@ static void run_invariance(const mdf_frame *f, const char *integ, int nshards, c
     mdf_batch *b = NULL;
     TU_CALL(mdf_batch_create, f, INV_SYS, &bc, &b);
     TU_CALL(mdf_batch_thermalize, b, 150.0, 9, 0);
-    mdf_dynamics_params p;
-    mdf_dynamics_params_init(&p);
-    p.dt_fs = 4.0;
-    p.temperature_K = 100.0;
-    p.seed = 5;
-    p.langevin.friction_per_fs = 0.05;
-    p.bussi.tau_fs = 40.0;
-    p.nose_hoover.tau_fs = 60.0;
-    p.npt.pressure_bar = 500.0;
-    p.npt.tau_p_fs = 200.0; /* visible cell changes in a few steps */
-    p.npt.tau_t_fs = 40.0;
+    run_params p = run_params_init();
+    p.d.dt_fs = 4.0;
+    p.d.temperature_K = 100.0;
+    p.d.seed = 5;
+    tu_param(&p.m, "langevin.friction_per_fs", 0.05);
+    tu_param(&p.m, "bussi.tau_fs", 40.0);
+    tu_param(&p.m, "nose_hoover.tau_fs", 60.0);
+    tu_param(&p.m, "npt.pressure_bar", 500.0);
+    tu_param(&p.m, "npt.tau_p_fs", 200.0); /* visible cell changes in a few steps */
+    tu_param(&p.m, "npt.tau_t_fs", 40.0);
     run_stage(b, m, integ, &p, INV_STEPS, 0.5, NULL, 1);
     for (int i = 0; i < INV_SYS; i++) {
         TU_CALL(mdf_batch_get_frame, b, (size_t)i, &out->frames[i]);
@@ -625,22 +635,22 @@ static void test_invariance(void **state)
 typedef struct bad_case {
     const char *integ;
     const char *expect; /* substring of the message */
-    void (*set)(mdf_dynamics_params *p);
+    void (*set)(run_params *p);
 } bad_case;
 
-static void bad_friction(mdf_dynamics_params *p) { p->langevin.friction_per_fs = 0.0; }
-static void bad_temp_neg(mdf_dynamics_params *p) { p->temperature_K = -5.0; }
-static void bad_bussi_tau(mdf_dynamics_params *p) { p->bussi.tau_fs = -1.0; }
-static void bad_temp_nan(mdf_dynamics_params *p) { p->temperature_K = NAN; }
-static void bad_nhc_temp(mdf_dynamics_params *p) { p->temperature_K = 0.0; }
-static void bad_nhc_tau(mdf_dynamics_params *p) { p->nose_hoover.tau_fs = 0.0; }
-static void bad_nhc_chain0(mdf_dynamics_params *p) { p->nose_hoover.chain = 0; }
-static void bad_nhc_chain9(mdf_dynamics_params *p) { p->nose_hoover.chain = MDF_NHC_MAX + 1; }
-static void bad_npt_p(mdf_dynamics_params *p) { p->npt.pressure_bar = INFINITY; }
-static void bad_npt_taup(mdf_dynamics_params *p) { p->npt.tau_p_fs = 0.0; }
-static void bad_npt_beta(mdf_dynamics_params *p) { p->npt.compressibility_per_bar = -4.5e-5; }
-static void bad_npt_taut(mdf_dynamics_params *p) { p->npt.tau_t_fs = NAN; }
-static void bad_npt_temp(mdf_dynamics_params *p) { p->temperature_K = 0.0; }
+static void bad_friction(run_params *p) { tu_param(&p->m, "friction_per_fs", 0.0); }
+static void bad_temp_neg(run_params *p) { p->d.temperature_K = -5.0; }
+static void bad_bussi_tau(run_params *p) { tu_param(&p->m, "tau_fs", -1.0); }
+static void bad_temp_nan(run_params *p) { p->d.temperature_K = NAN; }
+static void bad_nhc_temp(run_params *p) { p->d.temperature_K = 0.0; }
+static void bad_nhc_tau(run_params *p) { tu_param(&p->m, "tau_fs", 0.0); }
+static void bad_nhc_chain0(run_params *p) { tu_param(&p->m, "chain", 0); }
+static void bad_nhc_chain9(run_params *p) { tu_param(&p->m, "chain", MDF_NHC_MAX + 1); }
+static void bad_npt_p(run_params *p) { tu_param(&p->m, "pressure_bar", INFINITY); }
+static void bad_npt_taup(run_params *p) { tu_param(&p->m, "tau_p_fs", 0.0); }
+static void bad_npt_beta(run_params *p) { tu_param(&p->m, "compressibility_per_bar", -4.5e-5); }
+static void bad_npt_taut(run_params *p) { tu_param(&p->m, "tau_t_fs", NAN); }
+static void bad_npt_temp(run_params *p) { p->d.temperature_K = 0.0; }
 
 /* ---- 6. the noise -------------------------------------------------------------- */
 
@@ -711,8 +721,8 @@ static void test_bad_parameters(void **state)
         {"langevin", "friction_per_fs", bad_friction},     {"langevin", "temperature_K", bad_temp_neg},
         {"bussi", "tau_fs", bad_bussi_tau},                 {"csvr", "temperature_K", bad_temp_nan},
         {"nose_hoover", "temperature_K", bad_nhc_temp},     {"nose_hoover", "tau_fs", bad_nhc_tau},
-        {"nhc", "chain 0 must be between 1 and 5", bad_nhc_chain0},
-        {"nose_hoover", "chain 6 must be between 1 and 5", bad_nhc_chain9},
+        {"nhc", "chain of method nose_hoover: 0 is out of range; give a value in [1, 5]", bad_nhc_chain0},
+        {"nose_hoover", "chain of method nose_hoover: 6 is out of range; give a value in [1, 5]", bad_nhc_chain9},
         {"npt", "pressure_bar", bad_npt_p},                 {"npt", "tau_p_fs", bad_npt_taup},
         {"npt", "compressibility_per_bar", bad_npt_beta},   {"npt", "tau_t_fs", bad_npt_taut},
         {"npt", "temperature_K", bad_npt_temp},
@@ -721,7 +731,10 @@ static void test_bad_parameters(void **state)
         mdf_stage_config cfg;
         mdf_stage_config_init(&cfg);
         cfg.integrator = cases[k].integ;
-        cases[k].set(&cfg.params);
+        run_params p = run_params_init();
+        cases[k].set(&p);
+        cfg.params = p.d;
+        tu_method_params(&cfg, &p.m);
         mdf_stage *s = NULL;
         mdf_error err;
         mdf_error_clear(&err);
@@ -812,7 +825,7 @@ typedef struct dof_group {
     int first, count;
 } dof_group;
 
-static void check_dof_run(mdf_batch *b, mdf_model *m, const char *integ, int momentum, const mdf_dynamics_params *p,
+static void check_dof_run(mdf_batch *b, mdf_model *m, const char *integ, int momentum, const run_params *p,
                           int64_t equil, int64_t steps, const int *nfrozen, const int *natoms, int nsys,
                           const dof_group *groups, int ngroups)
 {
@@ -825,7 +838,8 @@ static void check_dof_run(mdf_batch *b, mdf_model *m, const char *integ, int mom
     cfg.integrator = integ;
     cfg.max_steps = steps;
     cfg.skin = 0.5;
-    cfg.params = *p;
+    cfg.params = p->d;
+    tu_method_params(&cfg, &p->m);
     mdf_stage *s = NULL;
     TU_CALL(mdf_stage_create, &cfg, &s);
     mdf_hook *h = NULL;
@@ -837,7 +851,7 @@ static void check_dof_run(mdf_batch *b, mdf_model *m, const char *integ, int mom
     TU_CALL(mdf_stage_run, s, b, m, &rep);
     mdf_stage_destroy(s);
     assert_false(ts.bad);
-    double T0 = p->temperature_K;
+    double T0 = p->d.temperature_K;
     printf("# %s (%.1f s): worst |T_row - 2K/(Nf kB)| / T = %.2e\n", integ, rep.wall_seconds, ts.worst);
     int ok = ts.worst < 1e-12;
     for (int g = 0; g < ngroups; g++) {
@@ -878,7 +892,7 @@ static void check_dof_run(mdf_batch *b, mdf_model *m, const char *integ, int mom
 }
 
 /* DOF_CL 13-atom clusters plain, then DOF_CL with DOF_CL_FROZEN atoms frozen. */
-static void check_dof_clusters(const char *integ, int momentum, mdf_dynamics_params p)
+static void check_dof_clusters(const char *integ, int momentum, run_params p)
 {
     enum { N = 2 * DOF_CL };
     mdf_frame f[N];
@@ -895,7 +909,7 @@ static void check_dof_clusters(const char *integ, int momentum, mdf_dynamics_par
     for (int i = DOF_CL; i < N; i++)
         for (int a = 0; a < DOF_CL_FROZEN; a++) TU_CALL(mdf_batch_set_frozen, b, (size_t)i, a, 1);
     TU_CALL(mdf_batch_thermalize, b, DOF_CL_T, 17, 0);
-    p.temperature_K = DOF_CL_T;
+    p.d.temperature_K = DOF_CL_T;
     const dof_group groups[] = {{"13-atom clusters", 0, DOF_CL}, {"13-atom clusters, 3 frozen", DOF_CL, DOF_CL}};
     check_dof_run(b, m, integ, momentum, &p, 1000, 9000, nfrozen, natoms, N, groups, 2);
     mdf_batch_destroy(b);
@@ -905,7 +919,7 @@ static void check_dof_clusters(const char *integ, int momentum, mdf_dynamics_par
 
 /* DOF_BULK fcc crystals of 256 atoms plain, then DOF_BULK with the
  * DOF_BULK_FROZEN atoms of the plane z = 0 frozen. */
-static void check_dof_bulk(const char *integ, int momentum, mdf_dynamics_params p, int64_t steps)
+static void check_dof_bulk(const char *integ, int momentum, run_params p, int64_t steps)
 {
     enum { N = 2 * DOF_BULK };
     mdf_frame f[N];
@@ -928,7 +942,7 @@ static void check_dof_bulk(const char *integ, int momentum, mdf_dynamics_params 
         assert_int_equal(n, DOF_BULK_FROZEN);
     }
     TU_CALL(mdf_batch_thermalize, b, 2.0 * DOF_BULK_T, 19, 0); /* half goes into the potential energy */
-    p.temperature_K = DOF_BULK_T;
+    p.d.temperature_K = DOF_BULK_T;
     const dof_group groups[] = {{"fcc 4x4x4 crystals", 0, DOF_BULK},
                                 {"fcc 4x4x4 crystals, a plane frozen", DOF_BULK, DOF_BULK}};
     check_dof_run(b, m, integ, momentum, &p, steps / 5, steps, nfrozen, natoms, N, groups, 2);
@@ -937,20 +951,19 @@ static void check_dof_bulk(const char *integ, int momentum, mdf_dynamics_params 
     for (int i = 0; i < N; i++) mdf_frame_free(&f[i]);
 }
 
-static mdf_dynamics_params dof_params(void)
+static run_params dof_params(void)
 {
-    mdf_dynamics_params p;
-    mdf_dynamics_params_init(&p);
-    p.dt_fs = DOF_DT;
-    p.seed = 31;
-    p.langevin.friction_per_fs = 0.01;
-    p.bussi.tau_fs = 100.0;
-    p.nose_hoover.tau_fs = 200.0;
-    p.nose_hoover.chain = 3;
-    p.npt.pressure_bar = 0.0;
-    p.npt.tau_p_fs = 1000.0;
-    p.npt.tau_t_fs = 100.0;
-    p.npt.compressibility_per_bar = 7e-5;
+    run_params p = run_params_init();
+    p.d.dt_fs = DOF_DT;
+    p.d.seed = 31;
+    tu_param(&p.m, "langevin.friction_per_fs", 0.01);
+    tu_param(&p.m, "bussi.tau_fs", 100.0);
+    tu_param(&p.m, "nose_hoover.tau_fs", 200.0);
+    tu_param(&p.m, "nose_hoover.chain", 3);
+    tu_param(&p.m, "npt.pressure_bar", 0.0);
+    tu_param(&p.m, "npt.tau_p_fs", 1000.0);
+    tu_param(&p.m, "npt.tau_t_fs", 100.0);
+    tu_param(&p.m, "npt.compressibility_per_bar", 7e-5);
     return p;
 }
 

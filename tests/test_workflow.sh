@@ -336,6 +336,62 @@ expect_error "workflow file missing" nonzero "$T/no-such-workflow.yaml"
 run "$MDFLOW" run wf.yaml extra.yaml
 expect_error "two workflow files" 2 "extra.yaml"
 
+# ---- 4b. parameters by name: stage params, the model's tables, plugins: ----------------
+variant bad-param-range '19s/0.01}/-0.5}/'
+run "$MDFLOW" run bad-param-range.yaml
+expect_error "a method parameter out of range" 2 "bad-param-range.yaml:19:" "friction_per_fs" "langevin" "(0, inf) 1/fs"
+variant bad-param-nh '14s/langevin/nose_hoover/'
+run "$MDFLOW" run bad-param-nh.yaml
+expect_error "another method's parameter" 2 "bad-param-nh.yaml:19:" "friction_per_fs" "nose_hoover" "tau_fs, chain"
+variant bad-model-type '3s/lj/morse/'
+run "$MDFLOW" run bad-model-type.yaml
+expect_error "unknown model type" 2 "bad-model-type.yaml:3:" "morse" "lj" "plugin"
+variant bad-model-key '4s/shift: true/shfit: true/'
+run "$MDFLOW" run bad-model-key.yaml
+expect_error "unknown model key" 2 "bad-model-key.yaml:4:" "shfit" "epsilon, sigma, cutoff, shift"
+variant bad-species-key '6s/epsilon:/epsilonn:/'
+run "$MDFLOW" run bad-species-key.yaml
+expect_error "unknown per-element parameter" 2 "bad-species-key.yaml:6:" "epsilonn" "element, epsilon, sigma, cutoff"
+variant bad-species-range '6s/sigma: 3.40/sigma: -3.40/'
+run "$MDFLOW" run bad-species-range.yaml
+expect_error "per-element parameter out of range" 2 "bad-species-range.yaml:6:" "model.species.sigma" "(0, inf) Å"
+variant bad-model-param '4s/shift: true/params: {sigma: 3.4, cutof: 8}/'
+run "$MDFLOW" run bad-model-param.yaml
+expect_error "unknown model.params name" 2 "bad-model-param.yaml:4:" "cutof" "epsilon, sigma, cutoff, shift"
+variant twice '6a\    - {element: Ar, epsilon: 0.0104, sigma: 3.40}'
+run "$MDFLOW" run twice.yaml
+expect_error "an element listed twice" 2 "twice.yaml:7:" "Ar twice"
+variant pair-unlisted '6a\  pairs: [{elements: [Ar, Kr], epsilon: 0.01, sigma: 3.5}]'
+run "$MDFLOW" run pair-unlisted.yaml
+expect_error "a pair of an unlisted element" 2 "pair-unlisted.yaml:7:" "Kr" "model.species"
+variant no-plugin 's/^input: clusters.xyz/input: clusters.xyz\nplugins: [nothere.so]/'
+run "$MDFLOW" run no-plugin.yaml
+expect_error "plugins: a missing file" nonzero "no-plugin.yaml:2:" "plugins" "nothere.so"
+# The model's table, generically: params: {NAME: VALUE} and the lj
+# shorthands at model level are one model; rows take unset values from the
+# scalars (a species row without cutoff: the scalar cutoff).
+cat >m1.yaml <<'EOF2'
+input: clusters.xyz
+model: {type: lj, epsilon: 0.012, sigma: 3.3, cutoff: 7.5, shift: true}
+stages: {md: {method: bussi, dt_fs: 5, temperature_K: 20, entry_temperature_K: 20, steps: 30, params: {tau_fs: 50}}}
+sampler: {max_atoms: 30, max_pairs: 400}
+output: {structures: m1.xyz}
+scheduler: {ncpus: 2}
+EOF2
+sed 's/model: .*/model: {type: lj, params: {epsilon: 0.012, sigma: 3.3, cutoff: 7.5, shift: true}}/; s/m1.xyz/m2.xyz/' m1.yaml >m2.yaml
+sed 's/model: .*/model: {type: lj, cutoff: 7.5, shift: true, species: [{element: Ar, epsilon: 0.012, sigma: 3.3}]}/; s/m1.xyz/m3.xyz/' m1.yaml >m3.yaml
+sed 's/model: .*/model: {type: lj, params: {epsilon: 0.0104, sigma: 3.3, cutoff: 7.5, shift: true}}/; s/m1.xyz/m4.xyz/' m1.yaml >m4.yaml
+rcs=""
+for m in m1 m2 m3 m4; do run "$MDFLOW" run $m.yaml; rcs="$rcs$rc"; done
+if [ "$rcs" = 0000 ] && cmp -s m1.xyz m2.xyz && cmp -s m1.xyz m3.xyz && ! cmp -s m1.xyz m4.xyz; then
+    pass "model: lj shorthands, params: and a species row give the same run bit for bit (another epsilon differs)"
+else
+    fail "model: lj shorthands, params: and a species row give the same run bit for bit" "exit statuses $rcs; \
+m2 $(cmp -s m1.xyz m2.xyz && echo same || echo differs), m3 $(cmp -s m1.xyz m3.xyz && echo same || echo differs), \
+m4 (epsilon 0.0104) $(cmp -s m1.xyz m4.xyz && echo same || echo differs)"
+    show stderr "$T/stderr"
+fi
+
 # Outputs that are inputs or each other: refused before the run, naming both.
 before=$(cksum <clusters.xyz)
 variant ck-input 's/^seed: 3/seed: 3\ncheckpoint: {path: clusters.xyz, every: 10}/'

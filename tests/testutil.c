@@ -7,6 +7,7 @@
 #include <string.h>
 #include <starpu.h>
 #include "../codelets/common/mdf_kernel_common.h"
+#include "mdflow/extension.h"
 #include "testutil.h"
 
 void tu_start(const char *sched, int ncpus, int want_cuda)
@@ -308,4 +309,29 @@ int tu_frame_virial_is_current(const mdf_frame *f, long long sys)
                          w[3 * a + c], ref);
         }
     return 1;
+}
+
+void tu_param(mdf_param_list *l, const char *name, double value)
+{
+    mdf_error err;
+    mdf_error_clear(&err);
+    if (mdf_param_list_set_double(l, name, value, &err) != MDF_OK) fail_msg("tu_param %s: %s", name, err.message);
+}
+
+void tu_method_params(mdf_stage_config *cfg, const mdf_param_list *all)
+{
+    const mdf_method *m = mdf_method_find(cfg->integrator ? cfg->integrator : "velocity_verlet");
+    for (int k = 0; k < all->n; k++) {
+        const char *name = all->item[k].name, *dot = strchr(name, '.');
+        if (dot) {
+            char method[MDF_PARAM_NAME_MAX];
+            snprintf(method, sizeof method, "%.*s", (int)(dot - name), name);
+            if (!m || mdf_method_find(method) != m) continue;
+            name = dot + 1;
+        }
+        mdf_error err;
+        mdf_error_clear(&err);
+        if (mdf_param_list_set(&cfg->method_params, name, all->item[k].value, &err) != MDF_OK)
+            fail_msg("tu_method_params %s: %s", name, err.message);
+    }
 }

@@ -76,6 +76,15 @@ double tu_reldiff(double a, double b, double floor);
  * not that of them. */
 int tu_frame_virial_is_current(const mdf_frame *f, long long sys);
 
+/* Method parameters for tests that run several methods with one set of
+ * settings: tu_param adds "name" or "method.name" = value to a list (fails
+ * the test on error); tu_method_params copies into cfg->method_params the
+ * entries for cfg->integrator (its registry name or an alias): "method.name"
+ * entries of that method without their prefix, and every plain "name"
+ * entry (so an unknown name still reaches mdf_stage_create). */
+void tu_param(mdf_param_list *l, const char *name, double value);
+void tu_method_params(mdf_stage_config *cfg, const mdf_param_list *all);
+
 /* Calls fn(args..., &err) and fails the test with the error's message. */
 #define TU_CALL(fn, ...)                                                                               \
     do {                                                                                               \

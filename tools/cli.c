@@ -69,37 +69,44 @@ static mdf_status element(const char *sym, int *z, mdf_error *err)
     return MDF_OK;
 }
 
-mdf_status cli_lj_species(const char *text, mdf_lj_config *cfg, mdf_error *err)
+/* Three numbers of an --lj-species or --lj-pair value, kept as given. */
+static mdf_status lj_numbers(const char *opt, char *const *f, cli_lj_row *row, mdf_error *err)
+{
+    static const char *const what[] = {"epsilon", "sigma", "cutoff"};
+    for (int k = 0; k < 3; k++) {
+        char name[64];
+        double v = 0.0;
+        snprintf(name, sizeof name, "%s %s", opt, what[k]);
+        mdf_status st = cli_double(name, f[k], &v, err);
+        if (st != MDF_OK) return st;
+        if (strlen(f[k]) >= sizeof row->value[k])
+            return mdf_error_set(err, MDF_ERR_INVALID, "option %s: '%s' is too long", name, f[k]);
+        snprintf(row->value[k], sizeof row->value[k], "%s", f[k]);
+    }
+    return MDF_OK;
+}
+
+mdf_status cli_lj_species(const char *text, cli_lj_row *row, mdf_error *err)
 {
     char copy[256], *f[6];
     snprintf(copy, sizeof copy, "%s", text);
+    memset(row, 0, sizeof *row);
     if (split_fields(copy, f, 4) != 4)
         return mdf_error_set(err, MDF_ERR_INVALID,
                              "--lj-species '%s': expected SYMBOL:EPSILON:SIGMA:CUTOFF, e.g. Ar:0.0104:3.4:8.5", text);
-    int z = 0;
-    double e = 0.0, s = 0.0, rc = 0.0;
-    mdf_status st = element(f[0], &z, err);
-    if (st == MDF_OK) st = cli_double("--lj-species epsilon", f[1], &e, err);
-    if (st == MDF_OK) st = cli_double("--lj-species sigma", f[2], &s, err);
-    if (st == MDF_OK) st = cli_double("--lj-species cutoff", f[3], &rc, err);
-    if (st == MDF_OK) st = mdf_lj_config_add_species(cfg, z, e, s, rc, err);
-    return st;
+    mdf_status st = element(f[0], &row->z[0], err);
+    return st != MDF_OK ? st : lj_numbers("--lj-species", f + 1, row, err);
 }
 
-mdf_status cli_lj_pair(const char *text, mdf_lj_config *cfg, mdf_error *err)
+mdf_status cli_lj_pair(const char *text, cli_lj_row *row, mdf_error *err)
 {
     char copy[256], *f[6];
     snprintf(copy, sizeof copy, "%s", text);
+    memset(row, 0, sizeof *row);
     if (split_fields(copy, f, 5) != 5)
         return mdf_error_set(err, MDF_ERR_INVALID,
                              "--lj-pair '%s': expected A:B:EPSILON:SIGMA:CUTOFF, e.g. Ar:Kr:0.0140:3.5:8.5", text);
-    int za = 0, zb = 0;
-    double e = 0.0, s = 0.0, rc = 0.0;
-    mdf_status st = element(f[0], &za, err);
-    if (st == MDF_OK) st = element(f[1], &zb, err);
-    if (st == MDF_OK) st = cli_double("--lj-pair epsilon", f[2], &e, err);
-    if (st == MDF_OK) st = cli_double("--lj-pair sigma", f[3], &s, err);
-    if (st == MDF_OK) st = cli_double("--lj-pair cutoff", f[4], &rc, err);
-    if (st == MDF_OK) st = mdf_lj_config_set_pair(cfg, za, zb, e, s, rc, err);
-    return st;
+    mdf_status st = element(f[0], &row->z[0], err);
+    if (st == MDF_OK) st = element(f[1], &row->z[1], err);
+    return st != MDF_OK ? st : lj_numbers("--lj-pair", f + 2, row, err);
 }

@@ -16,8 +16,14 @@ mdf_status cli_double_min(const char *opt, const char *text, double min, int str
                           mdf_error *err);
 mdf_status cli_int64_range(const char *opt, const char *text, int64_t min, int64_t max, const char *range,
                            int64_t *out, mdf_error *err);
-/* "SYM:eps:sigma:cutoff" -> species; "A:B:eps:sigma:cutoff" -> pair. */
-mdf_status cli_lj_species(const char *text, mdf_lj_config *cfg, mdf_error *err);
-mdf_status cli_lj_pair(const char *text, mdf_lj_config *cfg, mdf_error *err);
+/* "SYM:eps:sigma:cutoff" -> a species row; "A:B:eps:sigma:cutoff" -> a pair
+ * row: the elements and the three numbers as given (checked to be numbers;
+ * their ranges are the lj model's). */
+typedef struct cli_lj_row {
+    int z[2];
+    char value[3][64];     /* epsilon, sigma, cutoff */
+} cli_lj_row;
+mdf_status cli_lj_species(const char *text, cli_lj_row *row, mdf_error *err);
+mdf_status cli_lj_pair(const char *text, cli_lj_row *row, mdf_error *err);
 
 #endif

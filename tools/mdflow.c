@@ -6,8 +6,13 @@
  *                          --resume continues from its checkpoint
  *   mdflow md [options]    molecular dynamics of every structure of a file
  *   mdflow relax [options] geometry optimisation of every structure of a file
- *   mdflow methods         the registered integrators and optimisers
+ *   mdflow methods         the registered integrators and optimisers, with their parameters
+ *   mdflow models          the registered models, with their parameters
  *   mdflow help | --help   usage
+ *
+ * Plugins (--plugin PATH.so, MDFLOW_PLUGIN_PATH, a workflow's plugins:) are
+ * loaded before a model or method is looked up, so their entries work
+ * everywhere the built-ins do.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -23,6 +28,7 @@
 #include "runner.h"
 #include "workflow.h"
 #include "mdflow/mdflow.h"
+#include "mdflow/extension.h"
 
 #ifndef MDF_PKGDATADIR
 #define MDF_PKGDATADIR "/usr/local/share/mdflow"
@@ -34,14 +40,27 @@
 
 typedef enum command { CMD_MD, CMD_RELAX } command;
 
+/* An option that sets a model's or a method's parameter, kept in
+ * command-line order until the plugins are loaded and the model and method
+ * are known (resolve_settings). */
+#define CLI_SETTINGS_MAX 128
+#define CLI_PLUGINS_MAX 32
+typedef struct cli_setting {
+    int opt;                  /* OPT_PARAM, a shorthand (OPT_FRICTION, OPT_EPS, ...) */
+    const char *text;         /* its argument */
+} cli_setting;
+
 typedef struct md_options {
     command cmd;
     const char *input, *output, *thermo_file, *log_file, *sched, *model, *ensemble;
-    mdf_lj_config lj;
-    int lj_species_given;
-    double lj_epsilon, lj_sigma, lj_cutoff;
-    int lj_shift;
-    mdf_md_config md;         /* md: integrator, dt, steps, thermo; params for both */
+    int nsettings;
+    cli_setting settings[CLI_SETTINGS_MAX];
+    int nplugins;
+    const char *plugins[CLI_PLUGINS_MAX];
+    /* resolved by parse_options */
+    runner_model model_cfg;   /* the model and its settings */
+    const mdf_method *method; /* the integrator or optimiser */
+    mdf_md_config md;         /* md: integrator, dt, steps, thermo; params and method_params for both */
     double temperature;
     int keep_velocities;
     int64_t seed;
@@ -67,15 +86,22 @@ static void usage_common(FILE *fp)
             "  --log FILE            per-system CSV log: step,system_id,status,energy_eV,fmax_eV_per_A,\n"
             "                        temperature_K\n"
             "  --log-every N         a CSV row per system every N steps (default: md 10, relax 1)\n"
-            "  --model lj            interatomic model (lj: Lennard-Jones)\n"
-            "  --lj-epsilon E        eV, for every element of the input (default 0.0104, argon)\n"
-            "  --lj-sigma S          Å (default 3.40)\n"
-            "  --lj-cutoff RC        Å (default 2.5 sigma)\n"
+            "  --model NAME          interatomic model: lj (Lennard-Jones, default) or any registered\n"
+            "                        model (mdflow models; a plugin's, with --plugin)\n"
+            "  --param NAME=VALUE    a parameter of the model or of the method (repeatable), e.g.\n"
+            "                        --param friction_per_fs=0.02, --param sigma=3.4; a name both take is\n"
+            "                        written model.NAME or method.NAME (mdflow models, mdflow methods)\n"
+            "  --plugin PATH.so      load a plugin first (repeatable; also MDFLOW_PLUGIN_PATH, ':'-separated\n"
+            "                        files or folders of *.so)\n"
+            "  --lj-epsilon E        eV, for every element of the input (default 0.0104, argon);\n"
+            "                        --param epsilon=E with --model lj\n"
+            "  --lj-sigma S          Å (default 3.40; --param sigma=S)\n"
+            "  --lj-cutoff RC        Å (default 2.5 sigma; --param cutoff=RC)\n"
             "  --lj-species SYM:E:S:RC   per-element parameters (repeatable; replaces the three above)\n"
             "  --lj-pair A:B:E:S:RC  explicit pair (default: Lorentz-Berthelot mixing, eps = sqrt(eps_A eps_B),\n"
             "                        sigma = (sigma_A + sigma_B)/2, and cutoff max(rc_A, rc_B), not LAMMPS's\n"
             "                        arithmetic (rc_A + rc_B)/2: a warning says so when the cutoffs differ)\n"
-            "  --lj-shift            shift pair energies to zero at the cutoff\n"
+            "  --lj-shift            shift pair energies to zero at the cutoff (--param shift=true)\n"
             "  --nan-check           stop with an error naming the system, field and step on NaN/Inf\n"
             "  --max-force F         clamp every atom's force to F eV/Å (direction kept)\n"
             "  --freeze              keep atoms flagged in the input (\"fixed\" or ASE's \"move_mask\"\n"
@@ -107,12 +133,15 @@ static void usage_md(FILE *fp)
             "                        (default: keep the file's velocities; required for nvt/npt)\n"
             "  --keep-velocities     with --temperature, keep the file's velocities\n"
             "  --seed N              random seed for velocities and thermostats (default 1)\n"
-            "  --friction G          Langevin friction, 1/fs (default 0.01)\n"
-            "  --tau-t FS            Bussi / Nose-Hoover / NPT thermostat time, fs (default 100)\n"
-            "  --chain N             Nose-Hoover chain length (default 3)\n"
-            "  --pressure BAR        NPT target pressure, bar (default 1)\n"
-            "  --tau-p FS            NPT barostat time, fs (default 1000)\n"
-            "  --compressibility B   NPT isothermal compressibility, 1/bar (default 4.5e-5)\n"
+            "  --friction G          Langevin friction, 1/fs (default 0.01; --param friction_per_fs=G)\n"
+            "  --tau-t FS            Bussi / Nose-Hoover / NPT thermostat time, fs (default 100;\n"
+            "                        the method's tau_t_fs, else its tau_fs)\n"
+            "  --chain N             Nose-Hoover chain length (default 3; --param chain=N)\n"
+            "  --pressure BAR        NPT target pressure, bar (default 1; --param pressure_bar=BAR)\n"
+            "  --tau-p FS            NPT barostat time, fs (default 1000; --param tau_p_fs=FS)\n"
+            "  --compressibility B   NPT isothermal compressibility, 1/bar (default 4.5e-5;\n"
+            "                        --param compressibility_per_bar=B)\n"
+            "                        A method's other parameters: --param NAME=VALUE (mdflow methods)\n"
             "  --thermo N            a thermo row every N steps (default steps/10; 0: none)\n"
             "                        Temperatures (thermo rows, --log) are 2K/(Nf kB) per system, and the\n"
             "                        thermostats hold K at Nf kT/2: Nf = 3N - 3 (nve, nose-hoover, bussi,\n"
@@ -135,7 +164,9 @@ static void usage_relax(FILE *fp)
             "  --optimizer NAME      fire (ASE's FIRE, default), fire2 (FIRE 2.0), lbfgs (ASE's LBFGS),\n"
             "                        gd (gradient descent). fire2 is mass-less and evaluates the forces\n"
             "                        once per step (none after the half step back; mixing from |v| after\n"
-            "                        the kick): not LAMMPS's min_style fire (see mdflow methods)\n"
+            "                        the kick): not LAMMPS's min_style fire (see mdflow methods), or any\n"
+            "                        registered optimiser; its parameters with --param NAME=VALUE, e.g.\n"
+            "                        --param dt=0.05 --param maxstep=0.1 (fire; mdflow methods lists them)\n"
             "  --fmax F              converged when the largest atomic force is <= F eV/Å (default 0.05)\n"
             "  --energy-change E     and |E - E_previous| <= E eV (default: not used)\n"
             "  --max-steps N         give up after N steps (default 1000); unconverged systems keep\n"
@@ -159,8 +190,12 @@ static void usage_main(FILE *fp)
             "             nose-hoover|bussi|npt [--steps N --dt FS ...] (mdflow md --help)\n"
             "  relax      geometry optimisation: mdflow relax --input FILE.xyz --optimizer fire|fire2|\n"
             "             lbfgs|gd --fmax F [...] (mdflow relax --help)\n"
-            "  methods    the registered integrators and optimisers\n"
-            "  help       this text\n");
+            "  methods    the registered integrators and optimisers with their parameters (NAME, default,\n"
+            "             range, unit; set with --param NAME=VALUE or a stage's params:)\n"
+            "  models     the registered models with their parameters (scalar, per element, per pair)\n"
+            "  help       this text\n\n"
+            "methods and models accept --plugin PATH.so (repeatable), as md, relax and run do; every\n"
+            "command also loads the plugins MDFLOW_PLUGIN_PATH names (':'-separated .so files or folders).\n");
 }
 
 static void md_options_init(md_options *o, command cmd)
@@ -168,13 +203,9 @@ static void md_options_init(md_options *o, command cmd)
     memset(o, 0, sizeof *o);
     o->cmd = cmd;
     mdf_md_config_init(&o->md);
-    mdf_lj_config_init(&o->lj);
     o->model = "lj";
     o->md.steps = 100;
     o->md.thermo_every = -1;
-    o->lj_epsilon = 0.0104;
-    o->lj_sigma = 3.40;
-    o->lj_cutoff = -1.0;
     o->temperature = -1.0;
     o->seed = 1;
     o->ncpus = o->ncuda = -1;
@@ -193,7 +224,7 @@ enum {
     OPT_THERMO_FILE, OPT_SHARDS, OPT_CHUNK, OPT_WINDOW, OPT_SCHED, OPT_NCPUS, OPT_NCUDA, OPT_QUIET, OPT_HELP,
     OPT_ENSEMBLE, OPT_KEEPV, OPT_FRICTION, OPT_TAUT, OPT_CHAIN, OPT_PRESSURE, OPT_TAUP, OPT_COMPRESS, OPT_LOG,
     OPT_LOG_EVERY, OPT_NAN, OPT_MAXF, OPT_FREEZE, OPT_WRAP, OPT_DRIFT, OPT_OPTIMIZER, OPT_FMAX, OPT_DE,
-    OPT_MAX_STEPS
+    OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN
 };
 
 static const struct option md_long_options[] = {
@@ -219,7 +250,8 @@ static const struct option md_long_options[] = {
     {"freeze", no_argument, 0, OPT_FREEZE}, {"wrap", required_argument, 0, OPT_WRAP},
     {"drift-warn", required_argument, 0, OPT_DRIFT}, {"optimizer", required_argument, 0, OPT_OPTIMIZER},
     {"fmax", required_argument, 0, OPT_FMAX}, {"energy-change", required_argument, 0, OPT_DE},
-    {"max-steps", required_argument, 0, OPT_MAX_STEPS}, {0, 0, 0, 0}};
+    {"max-steps", required_argument, 0, OPT_MAX_STEPS}, {"param", required_argument, 0, OPT_PARAM},
+    {"plugin", required_argument, 0, OPT_PLUGIN}, {0, 0, 0, 0}};
 
 /* Options that belong to one command only. */
 static int option_is_md_only(int c)
@@ -254,20 +286,51 @@ static mdf_status int_option(const char *name, const char *text, int *out, mdf_e
     return st;
 }
 
+/* Records an option that sets a parameter (see resolve_settings). */
+static mdf_status record(md_options *o, int c, const char *text, mdf_error *err)
+{
+    if (o->nsettings == CLI_SETTINGS_MAX)
+        return mdf_error_set(err, MDF_ERR_INVALID, "more than %d parameter options: merge some", CLI_SETTINGS_MAX);
+    o->settings[o->nsettings++] = (cli_setting){c, text};
+    return MDF_OK;
+}
+
+/* A number option recorded as given, once it reads as a number. */
+static mdf_status record_double(md_options *o, int c, const char *opt, mdf_error *err)
+{
+    double v = 0.0;
+    mdf_status st = cli_double(opt, optarg, &v, err);
+    return st != MDF_OK ? st : record(o, c, optarg, err);
+}
+
 /* One option; returns MDF_OK, an error, or -1 for --help. */
 static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
 {
-    mdf_dynamics_params *p = &o->md.params;
+    double v = 0.0;
+    int64_t i = 0;
+    cli_lj_row row;
     switch (c) {
     case OPT_INPUT: o->input = optarg; return MDF_OK;
     case OPT_OUTPUT: o->output = optarg; return MDF_OK;
     case OPT_MODEL: o->model = optarg; return MDF_OK;
-    case OPT_EPS: return cli_double("--lj-epsilon", optarg, &o->lj_epsilon, err);
-    case OPT_SIGMA: return cli_double("--lj-sigma", optarg, &o->lj_sigma, err);
-    case OPT_RC: return cli_double_min("--lj-cutoff", optarg, 0.0, 1, "a cutoff > 0 Å", &o->lj_cutoff, err);
-    case OPT_SPECIES: o->lj_species_given = 1; return cli_lj_species(optarg, &o->lj, err);
-    case OPT_PAIR: return cli_lj_pair(optarg, &o->lj, err);
-    case OPT_SHIFT: o->lj_shift = 1; return MDF_OK;
+    case OPT_PARAM: return record(o, c, optarg, err);
+    case OPT_PLUGIN:
+        if (o->nplugins == CLI_PLUGINS_MAX)
+            return mdf_error_set(err, MDF_ERR_INVALID, "more than %d --plugin options", CLI_PLUGINS_MAX);
+        o->plugins[o->nplugins++] = optarg;
+        return MDF_OK;
+    case OPT_EPS: return record_double(o, c, "--lj-epsilon", err);
+    case OPT_SIGMA: return record_double(o, c, "--lj-sigma", err);
+    case OPT_RC:
+        if (cli_double_min("--lj-cutoff", optarg, 0.0, 1, "a cutoff > 0 Å", &v, err) != MDF_OK) return err->code;
+        return record(o, c, optarg, err);
+    case OPT_SPECIES:
+        if (cli_lj_species(optarg, &row, err) != MDF_OK) return err->code;
+        return record(o, c, optarg, err);
+    case OPT_PAIR:
+        if (cli_lj_pair(optarg, &row, err) != MDF_OK) return err->code;
+        return record(o, c, optarg, err);
+    case OPT_SHIFT: return record(o, c, "true", err);
     case OPT_INTEGRATOR: o->md.integrator = optarg; return MDF_OK;
     case OPT_ENSEMBLE: o->ensemble = optarg; return MDF_OK;
     case OPT_STEPS: return cli_int64("--steps", optarg, &o->md.steps, err);
@@ -275,15 +338,14 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_TEMP: return cli_double_min("--temperature", optarg, 0.0, 0, "a temperature >= 0 K", &o->temperature, err);
     case OPT_KEEPV: o->keep_velocities = 1; return MDF_OK;
     case OPT_SEED: return cli_int64("--seed", optarg, &o->seed, err);
-    case OPT_FRICTION: return cli_double("--friction", optarg, &p->langevin.friction_per_fs, err);
-    case OPT_TAUT:
-        if (cli_double("--tau-t", optarg, &p->bussi.tau_fs, err) != MDF_OK) return err ? err->code : MDF_ERR_INVALID;
-        p->nose_hoover.tau_fs = p->npt.tau_t_fs = p->bussi.tau_fs;
-        return MDF_OK;
-    case OPT_CHAIN: return int_option("--chain", optarg, &p->nose_hoover.chain, err);
-    case OPT_PRESSURE: return cli_double("--pressure", optarg, &p->npt.pressure_bar, err);
-    case OPT_TAUP: return cli_double("--tau-p", optarg, &p->npt.tau_p_fs, err);
-    case OPT_COMPRESS: return cli_double("--compressibility", optarg, &p->npt.compressibility_per_bar, err);
+    case OPT_FRICTION: return record_double(o, c, "--friction", err);
+    case OPT_TAUT: return record_double(o, c, "--tau-t", err);
+    case OPT_CHAIN:
+        if (cli_int64("--chain", optarg, &i, err) != MDF_OK) return err->code;
+        return record(o, c, optarg, err);
+    case OPT_PRESSURE: return record_double(o, c, "--pressure", err);
+    case OPT_TAUP: return record_double(o, c, "--tau-p", err);
+    case OPT_COMPRESS: return record_double(o, c, "--compressibility", err);
     case OPT_SKIN: return cli_double("--skin", optarg, &o->md.skin, err);
     case OPT_THERMO: return cli_int64("--thermo", optarg, &o->md.thermo_every, err);
     case OPT_THERMO_SYS: o->md.thermo_per_system = 1; return MDF_OK;
@@ -316,8 +378,31 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     return mdf_error_set(err, MDF_ERR_INVALID, "unknown or incomplete option '%s' (see mdflow %s --help)", name, cmd);
 }
 
-static mdf_status check_md_options(md_options *o, mdf_error *err)
+/* ---- the model, the method and their parameters ---------------------------------------- */
+
+/* Every --plugin, in order, before the model and method are looked up. */
+static mdf_status load_plugins(const md_options *o, mdf_error *err)
 {
+    for (int k = 0; k < o->nplugins; k++)
+        if (mdf_plugin_load(o->plugins[k], err) != MDF_OK) return mdf_error_prefix(err, err->code, "--plugin");
+    return MDF_OK;
+}
+
+/* The integrator (--ensemble, --integrator) or optimiser (--optimizer). */
+static mdf_status resolve_method(md_options *o, mdf_error *err)
+{
+    char names[600];
+    if (o->cmd == CMD_RELAX) {
+        const mdf_method *m = mdf_method_find(o->optimizer);
+        if (!m || !(m->flags & MDF_METHOD_OPTIMISER)) {
+            runner_method_names(1, names, sizeof names);
+            return mdf_error_set(err, MDF_ERR_INVALID, "--optimizer '%s' is not one of %s (mdflow methods; a plugin "
+                                 "adds more: --plugin PATH.so)", o->optimizer, names);
+        }
+        o->method = m;
+        o->optimizer = m->name;
+        return MDF_OK;
+    }
     if (o->ensemble) {
         const char *method = ensemble_method(o->ensemble);
         if (!method)
@@ -325,10 +410,175 @@ static mdf_status check_md_options(md_options *o, mdf_error *err)
                                  "--ensemble '%s' is not one of nve, langevin, nose-hoover, bussi, npt", o->ensemble);
         o->md.integrator = method;
     }
-    if (mdf_integrator_is_optimiser(o->md.integrator) == 1)
+    const mdf_method *m = mdf_method_find(o->md.integrator);
+    if (!m) {
+        runner_method_names(0, names, sizeof names);
+        return mdf_error_set(err, MDF_ERR_INVALID, "--integrator '%s' is not a registered method: use one of %s "
+                             "(mdflow methods; a plugin adds more: --plugin PATH.so)", o->md.integrator, names);
+    }
+    if (m->flags & MDF_METHOD_OPTIMISER)
         return mdf_error_set(err, MDF_ERR_INVALID, "'%s' is an optimiser: use mdflow relax --optimizer %s",
                              o->md.integrator, o->md.integrator);
-    int thermostat = strcmp(o->md.integrator, "velocity_verlet") != 0 && strcmp(o->md.integrator, "nve") != 0;
+    o->method = m;
+    o->md.integrator = m->name;
+    return MDF_OK;
+}
+
+/* A method parameter, checked against the method's table now (the name,
+ * the value's range), then kept by name for the stage. */
+static mdf_status set_method_param(md_options *o, const char *name, const char *value, const char *what,
+                                   mdf_error *err)
+{
+    const mdf_method *m = o->method;
+    char owner[96];
+    snprintf(owner, sizeof owner, "method %s", m->name);
+    void *probe = calloc(1, m->params_size ? m->params_size : 1);
+    if (!probe) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory");
+    mdf_status st = mdf_params_set(m->params, probe, owner, name, value, err);
+    free(probe);
+    if (st == MDF_OK) st = mdf_param_list_set(&o->md.method_params, name, value, err);
+    return st != MDF_OK ? mdf_error_prefix(err, st, "%s", what) : MDF_OK;
+}
+
+static void table_names(const mdf_param_def *defs, char *buf, size_t size)
+{
+    size_t used = 0;
+    if (size) buf[0] = '\0';
+    for (size_t k = 0; defs && defs[k].name && used + 1 < size; k++) {
+        int w = snprintf(buf + used, size - used, "%s%s", k ? ", " : "", defs[k].name);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    if (used == 0) snprintf(buf, size, "none");
+}
+
+/* --param NAME=VALUE: NAME among the model's scalar parameters or the
+ * method's; model.NAME or method.NAME says which when both take it. */
+static mdf_status apply_param(md_options *o, const char *text, mdf_error *err)
+{
+    const char *eq = strchr(text, '=');
+    char what[160], name[MDF_PARAM_NAME_MAX + 8];
+    snprintf(what, sizeof what, "--param %s", text);
+    if (!eq || eq == text || !eq[1])
+        return mdf_error_set(err, MDF_ERR_INVALID, "--param '%s': write NAME=VALUE, e.g. --param friction_per_fs=0.02 "
+                             "(mdflow methods and mdflow models list the names)", text);
+    if ((size_t)(eq - text) >= sizeof name)
+        return mdf_error_set(err, MDF_ERR_INVALID, "%s: the name is longer than %d characters", what,
+                             MDF_PARAM_NAME_MAX - 1);
+    snprintf(name, sizeof name, "%.*s", (int)(eq - text), text);
+    const char *value = eq + 1, *bare = name;
+    const mdf_param_def *model_defs = runner_model_params(&o->model_cfg), *method_defs = o->method->params;
+    int to_model = -1; /* 1 model, 0 method, -1 by the name */
+    if (!strncmp(name, "model.", 6)) to_model = 1, bare = name + 6;
+    else if (!strncmp(name, "method.", 7)) to_model = 0, bare = name + 7;
+    int in_model = mdf_params_find(model_defs, bare) != NULL, in_method = mdf_params_find(method_defs, bare) != NULL;
+    if (to_model < 0 && in_model && in_method)
+        return mdf_error_set(err, MDF_ERR_INVALID, "%s: both model %s and method %s take a parameter '%s': write "
+                             "--param model.%s=%s or --param method.%s=%s", what, o->model_cfg.name, o->method->name,
+                             bare, bare, value, bare, value);
+    if (to_model < 0 && !in_model && !in_method) {
+        char mn[600], tn[600];
+        table_names(model_defs, mn, sizeof mn);
+        table_names(method_defs, tn, sizeof tn);
+        return mdf_error_set(err, MDF_ERR_INVALID, "%s: unknown parameter '%s': model %s takes %s; method %s takes %s "
+                             "(mdflow models, mdflow methods)", what, bare, o->model_cfg.name, mn, o->method->name, tn);
+    }
+    if (to_model < 0) to_model = in_model;
+    if (!to_model) return set_method_param(o, bare, value, what, err);
+    mdf_status st = runner_model_add(&o->model_cfg, RUNNER_SCALAR, 0, 0, bare, value, err);
+    return st != MDF_OK ? mdf_error_prefix(err, st, "%s", what) : MDF_OK;
+}
+
+/* The method options that are shorthands: the first of `names` the chosen
+ * method takes. */
+static const struct {
+    int opt;
+    const char *flag;
+    const char *names[2];
+} method_shorthands[] = {
+    {OPT_FRICTION, "--friction", {"friction_per_fs", NULL}},
+    {OPT_TAUT, "--tau-t", {"tau_t_fs", "tau_fs"}},
+    {OPT_CHAIN, "--chain", {"chain", NULL}},
+    {OPT_PRESSURE, "--pressure", {"pressure_bar", NULL}},
+    {OPT_TAUP, "--tau-p", {"tau_p_fs", NULL}},
+    {OPT_COMPRESS, "--compressibility", {"compressibility_per_bar", NULL}},
+};
+
+static mdf_status apply_method_shorthand(md_options *o, size_t k, const char *value, mdf_error *err)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s %s", method_shorthands[k].flag, value);
+    for (int j = 0; j < 2 && method_shorthands[k].names[j]; j++)
+        if (mdf_params_find(o->method->params, method_shorthands[k].names[j]))
+            return set_method_param(o, method_shorthands[k].names[j], value, what, err);
+    char tn[600];
+    table_names(o->method->params, tn, sizeof tn);
+    return mdf_error_set(err, MDF_ERR_INVALID, "%s sets %s, which method %s does not take: its parameters are %s "
+                         "(mdflow methods)", what, method_shorthands[k].names[0], o->method->name, tn);
+}
+
+/* The --lj-* options: the lj model's scalar parameters and rows. */
+static mdf_status apply_lj_shorthand(md_options *o, const cli_setting *s, mdf_error *err)
+{
+    static const struct {
+        int opt;
+        const char *flag, *name;
+    } scalar[] = {{OPT_EPS, "--lj-epsilon", "epsilon"}, {OPT_SIGMA, "--lj-sigma", "sigma"},
+                  {OPT_RC, "--lj-cutoff", "cutoff"}, {OPT_SHIFT, "--lj-shift", "shift"}};
+    static const char *const row_names[] = {"epsilon", "sigma", "cutoff"};
+    const char *flag = s->opt == OPT_SPECIES ? "--lj-species" : s->opt == OPT_PAIR ? "--lj-pair" : NULL;
+    for (size_t k = 0; !flag && k < sizeof scalar / sizeof scalar[0]; k++)
+        if (scalar[k].opt == s->opt) flag = scalar[k].flag;
+    if (strcmp(o->model_cfg.name, "lj") != 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "%s is for --model lj; model %s takes --param NAME=VALUE (mdflow "
+                             "models lists its parameters)", flag, o->model_cfg.name);
+    mdf_status st = MDF_OK;
+    for (size_t k = 0; k < sizeof scalar / sizeof scalar[0]; k++)
+        if (scalar[k].opt == s->opt) st = runner_model_add(&o->model_cfg, RUNNER_SCALAR, 0, 0, scalar[k].name, s->text, err);
+    cli_lj_row row;
+    if (s->opt == OPT_SPECIES && (st = cli_lj_species(s->text, &row, err)) == MDF_OK) {
+        if (runner_model_has_species(&o->model_cfg, row.z[0]))
+            return mdf_error_set(err, MDF_ERR_INVALID, "--lj-species %s: %s is given twice: give each element once",
+                                 s->text, mdf_element_symbol(row.z[0]));
+        for (int k = 0; st == MDF_OK && k < 3; k++)
+            st = runner_model_add(&o->model_cfg, RUNNER_SPECIES, row.z[0], 0, row_names[k], row.value[k], err);
+    }
+    if (s->opt == OPT_PAIR && (st = cli_lj_pair(s->text, &row, err)) == MDF_OK) {
+        for (int t = 0; t < 2; t++)
+            if (!runner_model_has_species(&o->model_cfg, row.z[t]))
+                return mdf_error_set(err, MDF_ERR_INVALID, "--lj-pair %s: %s has no --lj-species: give both "
+                                     "elements' parameters (--lj-species) before their pair", s->text,
+                                     mdf_element_symbol(row.z[t]));
+        for (int k = 0; st == MDF_OK && k < 3; k++)
+            st = runner_model_add(&o->model_cfg, RUNNER_PAIR, row.z[0], row.z[1], row_names[k], row.value[k], err);
+    }
+    return st != MDF_OK ? mdf_error_prefix(err, st, "%s %s", flag, s->text) : MDF_OK;
+}
+
+/* After the options: plugins, then the model and the method, then every
+ * parameter option in command-line order (a later one wins). */
+static mdf_status resolve_settings(md_options *o, mdf_error *err)
+{
+    mdf_status st = load_plugins(o, err);
+    if (st == MDF_OK && runner_model_init(&o->model_cfg, o->model, err) != MDF_OK)
+        st = mdf_error_prefix(err, err->code, "--model %s", o->model);
+    if (st == MDF_OK) st = resolve_method(o, err);
+    for (int k = 0; st == MDF_OK && k < o->nsettings; k++) {
+        const cli_setting *s = &o->settings[k];
+        size_t j = 0;
+        while (j < sizeof method_shorthands / sizeof method_shorthands[0] && method_shorthands[j].opt != s->opt) j++;
+        if (s->opt == OPT_PARAM) st = apply_param(o, s->text, err);
+        else if (j < sizeof method_shorthands / sizeof method_shorthands[0])
+            st = apply_method_shorthand(o, j, s->text, err);
+        else st = apply_lj_shorthand(o, s, err);
+    }
+    return st;
+}
+
+static mdf_status check_md_options(md_options *o, mdf_error *err)
+{
+    /* A method that reads the target temperature (a thermostat) needs one. */
+    int thermostat = (o->method->flags & (MDF_METHOD_TEMPERATURE | MDF_METHOD_POSITIVE_TEMPERATURE)) != 0;
     if (thermostat && o->temperature < 0.0)
         return mdf_error_set(err, MDF_ERR_INVALID, "%s needs a target temperature: add --temperature K",
                              o->md.integrator);
@@ -339,9 +589,6 @@ static mdf_status check_md_options(md_options *o, mdf_error *err)
 
 static mdf_status check_relax_options(md_options *o, mdf_error *err)
 {
-    if (mdf_integrator_is_optimiser(o->optimizer) != 1)
-        return mdf_error_set(err, MDF_ERR_INVALID, "--optimizer '%s' is not one of fire, fire2, lbfgs, gd",
-                             o->optimizer);
     if (!(o->fmax >= 0.0)) return mdf_error_set(err, MDF_ERR_INVALID, "--fmax must be >= 0 eV/Å");
     if (o->max_steps < 0) return mdf_error_set(err, MDF_ERR_INVALID, "--max-steps must be >= 0");
     return MDF_OK;
@@ -371,21 +618,11 @@ static int parse_options(int argc, char **argv, md_options *o, mdf_error *err)
         st = mdf_error_set(err, MDF_ERR_INVALID, "unexpected argument '%s' (see mdflow %s --help)", argv[optind], cmd);
     if (st == MDF_OK && !o->input)
         st = mdf_error_set(err, MDF_ERR_INVALID, "--input is required (see mdflow %s --help)", cmd);
-    if (st == MDF_OK && strcmp(o->model, "lj") != 0)
-        st = mdf_error_set(err, MDF_ERR_INVALID, "unknown model '%s': available: lj", o->model);
     if (st == MDF_OK && o->shards < 0) st = mdf_error_set(err, MDF_ERR_INVALID, "--shards must be >= 0");
     if (st == MDF_OK && o->log_every < 1) st = mdf_error_set(err, MDF_ERR_INVALID, "--log-every must be >= 1");
+    if (st == MDF_OK) st = resolve_settings(o, err);
     if (st == MDF_OK) st = o->cmd == CMD_RELAX ? check_relax_options(o, err) : check_md_options(o, err);
     return st;
-}
-
-/* Every element of the input gets the same parameters unless --lj-species was given. */
-static mdf_status lj_from_options(md_options *o, const mdf_frame_list *frames, mdf_error *err)
-{
-    o->lj.shift = o->lj_shift;
-    if (o->lj_species_given) return MDF_OK;
-    double rc = o->lj_cutoff > 0.0 ? o->lj_cutoff : 2.5 * o->lj_sigma;
-    return runner_lj_every_element(&o->lj, frames, o->lj_epsilon, o->lj_sigma, rc, err);
 }
 
 static void print_summary(const mdf_batch *b, const mdf_stage_report *r)
@@ -531,6 +768,7 @@ static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf
     mdf_stage_config sc;
     mdf_stage_config_init(&sc);
     sc.params = o->md.params;
+    sc.method_params = o->md.method_params;
     sc.window = o->md.window;
     sc.skin = o->md.skin;
     sc.chunk_atoms = o->md.chunk_atoms;
@@ -580,8 +818,7 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     if (st == MDF_OK) st = mdf_xyz_read(o->input, &frames, err);
     if (st == MDF_OK && frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s holds no structure", o->input);
-    if (st == MDF_OK) st = lj_from_options(o, &frames, err);
-    if (st == MDF_OK) runner_warn_mixed_cutoffs(&o->lj, "--lj-pair A:B:EPSILON:SIGMA:RC");
+    if (st == MDF_OK) runner_warn_mixed_cutoffs(&o->model_cfg, "--lj-pair A:B:EPSILON:SIGMA:RC");
     if (st == MDF_OK && o->cmd == CMD_MD) {
         char where[160];
         snprintf(where, sizeof where, "%s %s", o->ensemble ? "--ensemble" : "--integrator",
@@ -602,7 +839,7 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     mdf_model *model = NULL;
     mdf_batch *batch = NULL;
     mdf_stage *stage = NULL;
-    if (st == MDF_OK) st = mdf_model_create_lj(&o->lj, &model, err);
+    if (st == MDF_OK) st = runner_model_create(&o->model_cfg, &model, err);
     mdf_batch_config bc;
     mdf_batch_config_init(&bc);
     bc.nshards = (int)o->shards;
@@ -644,12 +881,48 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     return st;
 }
 
+/* " [plugin FILE]" for a plugin's entry, "" for a built-in. */
+static const char *origin_note(const void *def, char *buf, size_t size)
+{
+    const char *file = runner_plugin_of(def);
+    if (!file) return "";
+    snprintf(buf, size, " [plugin %s]", file);
+    return buf;
+}
+
 static void print_methods(void)
 {
-    printf("integrators and optimisers (mdflow md --integrator NAME, mdflow relax --optimizer NAME):\n");
-    for (size_t k = 0; k < mdf_integrator_count(); k++)
-        printf("  %-16s %s%s\n", mdf_integrator_name(k), mdf_integrator_summary(k),
-               mdf_integrator_is_optimiser(mdf_integrator_name(k)) == 1 ? " [optimiser]" : "");
+    printf("integrators and optimisers (mdflow md --integrator NAME, mdflow relax --optimizer NAME), each with\n"
+           "its parameters (set with --param NAME=VALUE, or a workflow stage's params: {NAME: VALUE}):\n");
+    for (size_t k = 0; k < mdf_method_count(); k++) {
+        const mdf_method *m = mdf_method_at(k);
+        char note[4200];
+        printf("  %-16s %s%s%s\n", m->name, m->summary ? m->summary : "",
+               (m->flags & MDF_METHOD_OPTIMISER) ? " [optimiser]" : "", origin_note(m, note, sizeof note));
+        if (mdf_params_count(m->params) == 0) printf("      (no parameters)\n");
+        mdf_params_print(stdout, m->params, "      ");
+    }
+}
+
+static void print_table(const char *title, const mdf_param_def *defs)
+{
+    if (mdf_params_count(defs) == 0) return;
+    printf("    %s\n", title);
+    mdf_params_print(stdout, defs, "      ");
+}
+
+static void print_models(void)
+{
+    printf("models (mdflow md/relax --model NAME --param NAME=VALUE; a workflow's model: {type: NAME,\n"
+           "params: {NAME: VALUE}, species: [{element: X, NAME: VALUE}], pairs: [{elements: [X, Y], NAME: VALUE}]}):\n");
+    for (size_t k = 0; k < mdf_model_def_count(); k++) {
+        const mdf_model_def *d = mdf_model_def_at(k);
+        char note[4200];
+        printf("  %-16s %s%s\n", d->name, d->summary ? d->summary : "", origin_note(d, note, sizeof note));
+        print_table("parameters:", d->params);
+        print_table("per element (species:; unset values from the parameters above):", d->species_params);
+        print_table("per pair (pairs:):", d->pair_params);
+    }
 }
 
 static int fail(const mdf_error *err)
@@ -663,7 +936,7 @@ static int fail(const mdf_error *err)
 static void usage_run(FILE *fp)
 {
     fprintf(fp,
-            "usage: mdflow run [--check] [--resume | --sequential] [FILE.yaml]\n"
+            "usage: mdflow run [--check] [--resume | --sequential] [--plugin PATH.so] [FILE.yaml]\n"
             "Runs a workflow file: the input dataset, the model, named stages and their composition\n"
             "('relax + md' fuses them), the sampler's budgets for inflight batching, the outputs, the\n"
             "hooks and the scheduler. examples/relax_md.yaml documents every key. Without FILE, runs\n"
@@ -678,6 +951,8 @@ static void usage_run(FILE *fp)
             "            the sampler packs a batch within the same budgets, each stage runs on it in\n"
             "            turn until all its systems have left, then the next batch is built (no refills,\n"
             "            no checkpoints); the trajectories are the same, only the time differs\n"
+            "  --plugin PATH.so  load a plugin before the workflow is read (repeatable), as the\n"
+            "            workflow's plugins: [PATH.so] does (paths relative to the workflow's folder there)\n"
             "  --help    this text\n\n"
             "Two choices are made without being asked, each with a warning on stderr when it applies:\n"
             "a model.pairs entry left out mixes the species' parameters (Lorentz-Berthelot) with the\n"
@@ -701,7 +976,14 @@ static int run_workflow_command(int argc, char **argv)
             usage_run(stdout);
             return 0;
         }
-        if (!strcmp(argv[k], "--check")) check_only = 1;
+        if (!strcmp(argv[k], "--plugin") || !strncmp(argv[k], "--plugin=", 9)) {
+            const char *path = argv[k][8] == '=' ? argv[k] + 9 : k + 1 < argc ? argv[++k] : NULL;
+            if (!path) {
+                mdf_error_set(&err, MDF_ERR_INVALID, "--plugin needs a file: --plugin PATH.so");
+                return fail(&err);
+            }
+            if (mdf_plugin_load(path, &err) != MDF_OK) return fail(&err);
+        } else if (!strcmp(argv[k], "--check")) check_only = 1;
         else if (!strcmp(argv[k], "--resume")) resume = 1;
         else if (!strcmp(argv[k], "--sequential")) sequential = 1;
         else if (argv[k][0] == '-' || file) {
@@ -737,22 +1019,49 @@ static int run_workflow_command(int argc, char **argv)
     return wf_run(&wf, &err) == MDF_OK ? 0 : fail(&err);
 }
 
+/* mdflow methods|models [--plugin PATH.so ...]: returns the exit status. */
+static int listing_command(int argc, char **argv, void (*print)(void))
+{
+    mdf_error err;
+    mdf_error_clear(&err);
+    for (int k = 1; k < argc; k++) {
+        const char *path = NULL;
+        if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+            printf("usage: mdflow %s [--plugin PATH.so ...]\nLists the registered %s with their parameters (name, "
+                   "help, default, range and unit); a plugin's entries are marked with its file.\n", argv[0],
+                   print == print_models ? "models" : "integrators and optimisers");
+            return 0;
+        }
+        if (!strcmp(argv[k], "--plugin") && k + 1 < argc) path = argv[++k];
+        else if (!strncmp(argv[k], "--plugin=", 9)) path = argv[k] + 9;
+        if (!path) {
+            mdf_error_set(&err, MDF_ERR_INVALID, "unexpected argument '%s': mdflow %s takes --plugin PATH.so only",
+                          argv[k], argv[0]);
+            return fail(&err);
+        }
+        if (mdf_plugin_load(path, &err) != MDF_OK) return fail(&err);
+    }
+    print();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     mdf_error err;
     mdf_error_clear(&err);
     md_options o;
     md_options_init(&o, CMD_MD);
-    if (argc < 2) return run_workflow_command(argc, argv);
-    const char *cmd = argv[1];
+    const char *cmd = argc < 2 ? "run" : argv[1];
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         usage_main(stdout);
         return 0;
     }
-    if (!strcmp(cmd, "methods")) {
-        print_methods();
-        return 0;
-    }
+    /* MDFLOW_PLUGIN_PATH first, for every command: its entries are then
+     * names like the built-ins'. */
+    if (mdf_plugin_load_env(&err) != MDF_OK) return fail(&err);
+    if (argc < 2) return run_workflow_command(argc, argv);
+    if (!strcmp(cmd, "methods")) return listing_command(argc - 1, argv + 1, print_methods);
+    if (!strcmp(cmd, "models")) return listing_command(argc - 1, argv + 1, print_models);
     if (!strcmp(cmd, "run")) return run_workflow_command(argc - 1, argv + 1);
     if (!strcmp(cmd, "md") || !strcmp(cmd, "relax")) {
         md_options_init(&o, !strcmp(cmd, "relax") ? CMD_RELAX : CMD_MD);

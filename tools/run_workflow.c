@@ -78,25 +78,35 @@ static mdf_status at_line(mdf_error *err, const mdf_workflow *wf, int line, cons
 /* With model.species, every element of the input must be listed. */
 static mdf_status check_species(const mdf_workflow *wf, const mdf_frame_list *frames, mdf_error *err)
 {
+    if (runner_model_count(&wf->model, RUNNER_SPECIES) == 0) return MDF_OK;
     for (size_t i = 0; i < frames->count; i++)
         for (int64_t a = 0; a < frames->frames[i].natoms; a++) {
-            int z = frames->frames[i].numbers[a], known = 0;
-            for (int k = 0; k < wf->lj.nspecies; k++) known |= wf->lj.z[k] == z;
-            if (known) continue;
+            int z = frames->frames[i].numbers[a];
+            if (runner_model_has_species(&wf->model, z)) continue;
             const char *sym = mdf_element_symbol(z);
             return mdf_error_set(err, MDF_ERR_INVALID,
                                  "%s:%d: model.species has no entry for %s, found in system %zu (atom %lld) of %s: "
-                                 "add {element: %s, epsilon: ..., sigma: ...}", wf->path, wf->species_line,
-                                 sym ? sym : "?", i, (long long)a, wf->input, sym ? sym : "?");
+                                 "add {element: %s, ...} (mdflow models lists model %s's per-element parameters)",
+                                 wf->path, wf->species_line, sym ? sym : "?", i, (long long)a, wf->input,
+                                 sym ? sym : "?", wf->model.name);
         }
     return MDF_OK;
 }
 
-static mdf_status lj_config(const mdf_workflow *wf, const mdf_frame_list *frames, mdf_lj_config *lj, mdf_error *err)
+/* The stage's hooks by registered name, in the order listed. */
+static mdf_status add_named_hooks(const mdf_workflow *wf, const wf_stage *ws, mdf_stage *s, mdf_error *err)
 {
-    *lj = wf->lj;
-    if (wf->species_given) return check_species(wf, frames, err);
-    return runner_lj_every_element(lj, frames, wf->epsilon, wf->sigma, wf->cutoff, err);
+    for (int k = 0; k < ws->nhooks; k++) {
+        mdf_hook *h = NULL;
+        mdf_status st = mdf_hook_create_named(ws->hooks[k].type, &ws->hooks[k].params, &h, err);
+        if (st == MDF_OK) st = mdf_stage_add_hook(s, h, err);
+        if (st != MDF_OK) {
+            char context[WF_NAME_MAX + 32];
+            snprintf(context, sizeof context, "hook %s", ws->hooks[k].type);
+            return at_line(err, wf, ws->hooks[k].line, context);
+        }
+    }
+    return MDF_OK;
 }
 
 /* ---- the stages ------------------------------------------------------------------------ */
@@ -177,6 +187,11 @@ static mdf_status build_part(const mdf_workflow *wf, int k, int32_t status, int 
     mdf_status st = mdf_stage_create(&sc, out, err);
     if (st == MDF_OK) st = add_criteria(*out, ws, err);
     if (st == MDF_OK) st = runner_add_hooks(*out, 0, &h, err);
+    if (st == MDF_OK && (st = add_named_hooks(wf, ws, *out, err)) != MDF_OK) {
+        mdf_stage_destroy(*out);
+        *out = NULL;
+        return st; /* at its own line already */
+    }
     if (st == MDF_OK) st = add_sink_hooks(wf, k, sk, *out, err);
     if (st != MDF_OK) {
         mdf_stage_destroy(*out);
@@ -460,13 +475,13 @@ static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
     if (st == MDF_OK && rs->frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: input %s holds no structure: give an extended XYZ file "
                            "with at least one frame", wf->path, wf->input_line, wf->input);
-    mdf_lj_config lj;
-    if (st == MDF_OK) st = lj_config(wf, &rs->frames, &lj, err);
-    if (st == MDF_OK) runner_warn_mixed_cutoffs(&lj, "model.pairs");
+    if (st == MDF_OK) st = check_species(wf, &rs->frames, err);
+    if (st == MDF_OK) runner_warn_mixed_cutoffs(&wf->model, "model.pairs");
     /* Every system goes through every stage: one warning for the first npt stage. */
     for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {
         const wf_stage *ws = &wf->stages[wf->comp[k]];
-        if (mdf_integrator_changes_cell(ws->method) != 1) continue;
+        const mdf_method *m = mdf_method_find(ws->method);
+        if (!m || !(m->flags & MDF_METHOD_CELL)) continue;
         char where[4608];
         snprintf(where, sizeof where, "%s:%d: stage '%s' (method %s)", wf->path, ws->line, ws->name, ws->method);
         runner_warn_npt_open(ws->method, where, &rs->frames);
@@ -479,8 +494,12 @@ static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
     rc.ncuda = wf->ncuda;
     if (st == MDF_OK) st = mdf_runtime_start(&rc, err);
     rs->started = st == MDF_OK;
-    if (st == MDF_OK) st = mdf_model_create_lj(&lj, &rs->model, err);
-    if (st == MDF_OK && mdf_sampler_create(rs->frames.frames, rs->frames.count, &wf->sampler, &rs->sampler, err) != MDF_OK)
+    if (st == MDF_OK && runner_model_create(&wf->model, &rs->model, err) != MDF_OK)
+        st = at_line(err, wf, wf->model_line ? wf->model_line : 1, "model");
+    /* Pairs are counted (O(N²) per system) only when a pair budget asks, within the model's cutoff. */
+    mdf_sampler_config sampler = wf->sampler;
+    sampler.pair_cutoff = st == MDF_OK && sampler.max_pairs > 0 ? mdf_model_cutoff(rs->model) : 0.0;
+    if (st == MDF_OK && mdf_sampler_create(rs->frames.frames, rs->frames.count, &sampler, &rs->sampler, err) != MDF_OK)
         st = at_line(err, wf, wf->sampler_line, "sampler");
     int freeze = wf->hooks.freeze < 0 ? runner_frames_have_frozen(&rs->frames) : wf->hooks.freeze;
     if (st == MDF_OK) st = open_sinks(wf, &rs->sinks, err);

@@ -1,5 +1,7 @@
 /* mdflow — pieces the program's commands share. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,23 +53,180 @@ mdf_status runner_add_hooks(mdf_stage *s, int part, const runner_hooks *o, mdf_e
     return st;
 }
 
-mdf_status runner_lj_every_element(mdf_lj_config *lj, const mdf_frame_list *frames, double epsilon, double sigma,
-                                   double cutoff, mdf_error *err)
+/* ---- a model as configured -------------------------------------------------------- */
+
+mdf_status runner_model_init(runner_model *m, const char *name, mdf_error *err)
 {
-    int seen[128] = {0};
-    for (size_t i = 0; i < frames->count; i++)
-        for (int64_t a = 0; a < frames->frames[i].natoms; a++) {
-            int z = frames->frames[i].numbers[a];
-            if (z < 1 || z > 118 || seen[z]) continue;
-            seen[z] = 1;
-            mdf_status st = mdf_lj_config_add_species(lj, z, epsilon, sigma, cutoff, err);
-            if (st != MDF_OK) return st;
-        }
+    memset(m, 0, sizeof *m);
+    mdf_model_config *probe = NULL; /* its message lists the registered models */
+    mdf_status st = mdf_model_config_create(name, &probe, err);
+    if (st != MDF_OK) return st;
+    snprintf(m->name, sizeof m->name, "%s", mdf_model_config_name(probe));
+    mdf_model_config_destroy(probe);
     return MDF_OK;
 }
 
-void runner_warn_mixed_cutoffs(const mdf_lj_config *lj, const char *where)
+/* The table and block size of one kind of row, and its owner for messages. */
+static const mdf_param_def *row_table(const mdf_model_def *d, runner_row kind, size_t *size, char *owner,
+                                      size_t owner_size)
 {
+    static const char *const what[] = {"", " (per-element parameters)", " (per-pair parameters)"};
+    snprintf(owner, owner_size, "model %s%s", d->name, what[kind]);
+    *size = kind == RUNNER_SCALAR ? d->params_size : kind == RUNNER_SPECIES ? d->species_size : d->pair_size;
+    return kind == RUNNER_SCALAR ? d->params : kind == RUNNER_SPECIES ? d->species_params : d->pair_params;
+}
+
+mdf_status runner_model_add(runner_model *m, runner_row kind, int za, int zb, const char *name, const char *value,
+                            mdf_error *err)
+{
+    const mdf_model_def *d = mdf_model_def_find(m->name);
+    if (!d) return mdf_error_set(err, MDF_ERR_INVALID, "model '%s' is not registered", m->name);
+    char owner[128];
+    size_t size = 0;
+    const mdf_param_def *defs = row_table(d, kind, &size, owner, sizeof owner);
+    if (kind != RUNNER_SCALAR && !defs)
+        return mdf_error_set(err, MDF_ERR_INVALID, "model %s takes no %s parameters (mdflow models lists what it "
+                             "takes)", d->name, kind == RUNNER_SPECIES ? "per-element" : "per-pair");
+    if (kind != RUNNER_SCALAR && (za < 1 || za > 118 || (kind == RUNNER_PAIR && (zb < 1 || zb > 118))))
+        return mdf_error_set(err, MDF_ERR_INVALID, "%s: atomic number %d is not an element (1-118)", owner,
+                             za < 1 || za > 118 ? za : zb);
+    if (strlen(name) >= MDF_PARAM_NAME_MAX || strlen(value) >= MDF_PARAM_VALUE_MAX)
+        return mdf_error_set(err, MDF_ERR_INVALID, "%s: parameter '%.40s' or its value is longer than %d characters",
+                             owner, name, MDF_PARAM_VALUE_MAX - 1);
+    void *probe = calloc(1, size ? size : 1);
+    if (!probe) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory");
+    mdf_status st = mdf_params_set(defs, probe, owner, name, value, err);
+    free(probe);
+    if (st != MDF_OK) return st;
+    if (m->n == RUNNER_MODEL_SETTINGS)
+        return mdf_error_set(err, MDF_ERR_INVALID, "more than %d model settings: %s is one too many",
+                             RUNNER_MODEL_SETTINGS, name);
+    runner_setting *x = &m->s[m->n++];
+    x->kind = kind;
+    x->z[0] = kind == RUNNER_SCALAR ? 0 : za;
+    x->z[1] = kind == RUNNER_PAIR ? zb : 0;
+    snprintf(x->name, sizeof x->name, "%s", name);
+    snprintf(x->value, sizeof x->value, "%s", value);
+    return MDF_OK;
+}
+
+int runner_model_has_species(const runner_model *m, int z)
+{
+    for (int k = 0; k < m->n; k++)
+        if (m->s[k].kind == RUNNER_SPECIES && m->s[k].z[0] == z) return 1;
+    return 0;
+}
+
+int runner_model_count(const runner_model *m, runner_row kind)
+{
+    int n = 0;
+    for (int k = 0; k < m->n; k++) n += m->s[k].kind == kind;
+    return n;
+}
+
+const mdf_param_def *runner_model_params(const runner_model *m)
+{
+    const mdf_model_def *d = mdf_model_def_find(m->name);
+    return d ? d->params : NULL;
+}
+
+mdf_status runner_model_create(const runner_model *m, mdf_model **out, mdf_error *err)
+{
+    *out = NULL;
+    mdf_model_config *c = NULL;
+    mdf_status st = mdf_model_config_create(m->name, &c, err);
+    for (int k = 0; st == MDF_OK && k < m->n; k++) {
+        const runner_setting *x = &m->s[k];
+        if (x->kind == RUNNER_SCALAR) st = mdf_model_config_set(c, x->name, x->value, err);
+        else if (x->kind == RUNNER_SPECIES) st = mdf_model_config_set_species(c, x->z[0], x->name, x->value, err);
+        else st = mdf_model_config_set_pair(c, x->z[0], x->z[1], x->name, x->value, err);
+    }
+    if (st == MDF_OK) st = mdf_model_create(c, out, err);
+    if (c) mdf_model_config_destroy(c);
+    return st;
+}
+
+/* ---- plugins' entries and the methods' names ------------------------------------------ */
+
+const char *runner_plugin_of(const void *def)
+{
+    Dl_info info;
+    if (!def || !dladdr(def, &info) || !info.dli_fname) return NULL;
+    char real[PATH_MAX];
+    if (!realpath(info.dli_fname, real)) return NULL;
+    for (size_t k = 0; k < mdf_plugin_count(); k++) {
+        const char *f = mdf_plugin_file(k);
+        if (f && strcmp(f, real) == 0) return f;
+    }
+    return NULL;
+}
+
+void runner_method_names(int want, char *buf, size_t size)
+{
+    size_t used = 0;
+    if (size) buf[0] = '\0';
+    for (size_t k = 0; k < mdf_method_count() && used + 1 < size; k++) {
+        const mdf_method *m = mdf_method_at(k);
+        int opt = (m->flags & MDF_METHOD_OPTIMISER) != 0;
+        if (want >= 0 && opt != want) continue;
+        int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", m->name);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+/* ---- warnings ------------------------------------------------------------------------ */
+
+/* The value of parameter `name` that an lj per-element row for z ends with:
+ * the table's default, the scalar setting of that name, then the row's own
+ * (the order mdf_model_create applies them in). */
+static double row_value(const runner_model *m, const mdf_model_def *d, int z, const char *name)
+{
+    const mdf_param_def *p = mdf_params_find(d->species_params, name);
+    void *block = p ? calloc(1, d->species_size) : NULL;
+    if (!block) return NAN;
+    mdf_params_defaults(d->species_params, block);
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < m->n; k++) {
+            const runner_setting *x = &m->s[k];
+            if (strcmp(x->name, name) != 0) continue;
+            if ((pass == 0 && x->kind == RUNNER_SCALAR) || (pass == 1 && x->kind == RUNNER_SPECIES && x->z[0] == z))
+                mdf_params_set(d->species_params, block, "", name, x->value, NULL);
+        }
+    double v = mdf_params_get(p, block);
+    free(block);
+    return v;
+}
+
+/* The species and pairs of an lj configuration with per-element rows, with
+ * the cutoffs the model will use (0: 2.5 sigma); 0 when there is nothing
+ * to warn about (another model, fewer than two rows). */
+static int lj_rows(const runner_model *m, mdf_lj_config *lj)
+{
+    const mdf_model_def *d = mdf_model_def_find(m->name);
+    mdf_lj_config_init(lj);
+    if (!d || strcmp(m->name, "lj") != 0 || !d->species_params) return 0;
+    for (int k = 0; k < m->n; k++) {
+        int z = m->s[k].z[0], seen = 0;
+        if (m->s[k].kind != RUNNER_SPECIES) continue;
+        for (int j = 0; j < lj->nspecies; j++) seen |= lj->z[j] == z;
+        if (seen) continue;
+        double sigma = row_value(m, d, z, "sigma"), rc = row_value(m, d, z, "cutoff");
+        if (mdf_lj_config_add_species(lj, z, row_value(m, d, z, "epsilon"), sigma, rc > 0.0 ? rc : 2.5 * sigma,
+                                      NULL) != MDF_OK)
+            return 0;
+    }
+    for (int k = 0; k < m->n; k++)
+        if (m->s[k].kind == RUNNER_PAIR &&
+            mdf_lj_config_set_pair(lj, m->s[k].z[0], m->s[k].z[1], 1.0, 1.0, 1.0, NULL) != MDF_OK)
+            return 0;
+    return lj->nspecies > 1;
+}
+
+void runner_warn_mixed_cutoffs(const runner_model *m, const char *where)
+{
+    mdf_lj_config cfg, *lj = &cfg;
+    if (!lj_rows(m, lj)) return;
     int za = 0, zb = 0, n = mdf_lj_config_mixed_cutoffs(lj, &za, &zb);
     if (n == 0) return;
     int a = 0, b = 0;
@@ -86,7 +245,8 @@ void runner_warn_mixed_cutoffs(const mdf_lj_config *lj, const char *where)
 
 void runner_warn_npt_open(const char *method, const char *where, const mdf_frame_list *frames)
 {
-    if (!method || mdf_integrator_changes_cell(method) != 1) return;
+    const mdf_method *m = method ? mdf_method_find(method) : NULL;
+    if (!m || !(m->flags & MDF_METHOD_CELL)) return;
     size_t open = 0, first = 0;
     for (size_t i = 0; i < frames->count; i++) {
         const int *pbc = frames->frames[i].pbc;

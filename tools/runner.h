@@ -1,12 +1,14 @@
 /* mdflow — pieces the program's commands share (md, relax, run): hooks from
- * options, Lennard-Jones parameters for every element of a dataset, frozen
- * atoms in the input, the installed example files. */
+ * options, a model as the user configured it (any registered model, by
+ * name), plugins' entries, frozen atoms in the input, the installed example
+ * files. */
 #ifndef MDF_RUNNER_H
 #define MDF_RUNNER_H
 
 #include <stdint.h>
 #include <stdio.h>
 #include "mdflow/mdflow.h"
+#include "mdflow/extension.h"
 
 /* The built-in hooks a command asks for; a field at its "off" value adds
  * nothing. */
@@ -31,17 +33,66 @@ void runner_hooks_init(runner_hooks *h);
  * should act: constraints on the forces first, checks, then what writes. */
 mdf_status runner_add_hooks(mdf_stage *s, int part, const runner_hooks *h, mdf_error *err);
 
-/* Adds species (epsilon, sigma, cutoff) for every element found in frames. */
-mdf_status runner_lj_every_element(mdf_lj_config *lj, const mdf_frame_list *frames, double epsilon, double sigma,
-                                   double cutoff, mdf_error *err);
+/* ---- a model as configured: plain data, checked as it is given ----------------
+ *
+ * The registered model's name and its settings in the order given: scalar
+ * parameters, per-element rows (z[0]) and per-pair rows (z[0], z[1]), as
+ * text for the model's parameter tables (mdflow/extension.h). No StarPU and
+ * nothing to free: the CLI and the workflow loader fill one while reading,
+ * and the run builds the model from it (runner_model_create). A model that
+ * takes per-element rows and is given none decides itself what that means
+ * (lj: the scalar parameters for every element). */
+#define RUNNER_MODEL_SETTINGS 256
+#define RUNNER_NAME_MAX 64
+
+typedef enum runner_row { RUNNER_SCALAR = 0, RUNNER_SPECIES = 1, RUNNER_PAIR = 2 } runner_row;
+
+typedef struct runner_setting {
+    runner_row kind;
+    int z[2];                          /* species: z[0]; pairs: both */
+    char name[MDF_PARAM_NAME_MAX];
+    char value[MDF_PARAM_VALUE_MAX];
+} runner_setting;
+
+typedef struct runner_model {
+    char name[RUNNER_NAME_MAX];        /* the registered name */
+    int n;
+    runner_setting s[RUNNER_MODEL_SETTINGS];
+} runner_model;
+
+/* Starts a configuration of the registered model `name`; an unknown name's
+ * message lists the registered models (and says a plugin adds more). */
+mdf_status runner_model_init(runner_model *m, const char *name, mdf_error *err);
+/* Adds a setting after checking it against the model's table for that kind
+ * of row: the name exists (else the message lists the valid ones), the value
+ * parses and lies in range (else the message gives the range). */
+mdf_status runner_model_add(runner_model *m, runner_row kind, int za, int zb, const char *name, const char *value,
+                            mdf_error *err);
+/* Whether element z has a per-element row. */
+int runner_model_has_species(const runner_model *m, int z);
+/* Number of per-element or per-pair settings given. */
+int runner_model_count(const runner_model *m, runner_row kind);
+/* The model's table for scalar parameters (NULL: none). */
+const mdf_param_def *runner_model_params(const runner_model *m);
+/* Builds the model (StarPU must run). */
+mdf_status runner_model_create(const runner_model *m, mdf_model **out, mdf_error *err);
+
+/* Where a registered method or model comes from: NULL for the built-ins,
+ * else the plugin file that registered it (def: the definition's address). */
+const char *runner_plugin_of(const void *def);
+
+/* The registered methods' names, ", "-separated: optimisers (want 1),
+ * integrators (0) or all (-1). */
+void runner_method_names(int want, char *buf, size_t size);
 
 /* Warnings for choices the library makes silently (stderr, one line each,
  * once per run, only when they apply): Lennard-Jones pairs without
  * parameters of their own whose species' cutoffs differ (max(rc_i, rc_j),
- * not LAMMPS's mean); a method that changes cells (npt) given systems that
+ * not LAMMPS's mean; the lj model only); a method that changes cells (npt,
+ * a method with MDF_METHOD_CELL) given systems that
  * are not periodic in all three directions (they keep their volume: NVT).
  * `where` names the option or workflow key. */
-void runner_warn_mixed_cutoffs(const mdf_lj_config *lj, const char *where);
+void runner_warn_mixed_cutoffs(const runner_model *m, const char *where);
 void runner_warn_npt_open(const char *method, const char *where, const mdf_frame_list *frames);
 
 /* Whether any frame flags frozen atoms ("fixed" or "move_mask" columns). */

@@ -264,32 +264,83 @@ static mdf_status get_element(wf_ctx *c, const yaml_node_t *n, const char *what,
     return MDF_OK;
 }
 
-/* epsilon, sigma and cutoff of a species or pair entry; cutoff defaults to 2.5 sigma. */
-static mdf_status lj_numbers(wf_ctx *c, const yaml_node_t *n, const char *section, double v[3])
+/* The keys of a mapping that sets parameters: `fixed` (NULL-terminated),
+ * then every name of `defs`; keys must hold WF_KEYS_MAX entries. */
+#define WF_KEYS_MAX 80
+static void keys_with(const char *const *fixed, const mdf_param_def *defs, const char **keys)
 {
-    static const char *const names[] = {"epsilon", "sigma", "cutoff"};
-    static const wf_range ranges[] = {{0.0, INFINITY, CLOSED, OPEN, "eV"}, {0.0, INFINITY, OPEN, OPEN, "Å"},
-                                      {0.0, INFINITY, OPEN, OPEN, "Å"}};
-    char what[128];
-    for (int k = 0; k < 3; k++) {
-        yaml_node_t *x = lookup(c, n, names[k]);
-        if (!x && k < 2) return missing(c, n, names[k], section, k ? "sigma: 3.40" : "epsilon: 0.0104");
-        snprintf(what, sizeof what, "%s.%s", section, names[k]);
-        v[k] = 2.5 * v[1];
-        mdf_status st = x ? get_double(c, x, what, &ranges[k], &v[k]) : MDF_OK;
-        if (st != MDF_OK) return st;
+    size_t n = 0;
+    for (size_t k = 0; fixed && fixed[k] && n + 1 < WF_KEYS_MAX; k++) keys[n++] = fixed[k];
+    for (size_t k = 0; defs && defs[k].name && n + 1 < WF_KEYS_MAX; k++) keys[n++] = defs[k].name;
+    keys[n] = NULL;
+}
+
+/* The value of a parameter key as text, for the parameter tables. */
+static mdf_status param_text(wf_ctx *c, const yaml_node_t *v, const char *what, const char **out)
+{
+    mdf_status st = want_scalar(c, v, what, "a number (or true/false)");
+    if (st == MDF_OK) *out = text_of(v);
+    return st;
+}
+
+/* One model setting from key k and value v of a mapping (`section` for messages). */
+static mdf_status model_setting(wf_ctx *c, mdf_workflow *wf, runner_row kind, int za, int zb, const yaml_node_t *k,
+                                const yaml_node_t *v, const char *section)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s.%s", section, text_of(k));
+    const char *value = NULL;
+    mdf_status st = param_text(c, v, what, &value);
+    if (st == MDF_OK && runner_model_add(&wf->model, kind, za, zb, text_of(k), value, c->err) != MDF_OK)
+        st = prefix_error(c, v, what, MDF_ERR_INVALID);
+    return st;
+}
+
+/* Every key of mapping n but those in `skip`, as settings of one kind of row. */
+static mdf_status model_settings(wf_ctx *c, mdf_workflow *wf, runner_row kind, int za, int zb, const yaml_node_t *n,
+                                 const char *const *skip, const char *section)
+{
+    mdf_status st = MDF_OK;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; st == MDF_OK && p < n->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = node_at(c, p->key);
+        if (!skip || !in_list(skip, text_of(k))) st = model_setting(c, wf, kind, za, zb, k, node_at(c, p->value), section);
     }
+    return st;
+}
+
+/* A row with nothing of its own still exists: its first parameter gets the
+ * value it would take anyway (the scalar of that name, else the default). */
+static mdf_status ensure_row(wf_ctx *c, mdf_workflow *wf, runner_row kind, int za, int zb, const yaml_node_t *n,
+                             const mdf_param_def *defs)
+{
+    runner_model *m = &wf->model;
+    for (int k = 0; k < m->n; k++)
+        if (m->s[k].kind == kind && m->s[k].z[0] == za && m->s[k].z[1] == (kind == RUNNER_PAIR ? zb : 0))
+            return MDF_OK;
+    if (!defs || !defs[0].name) return MDF_OK;
+    char value[MDF_PARAM_VALUE_MAX];
+    snprintf(value, sizeof value, "%.17g", defs[0].def);
+    if (defs[0].type == MDF_PARAM_TYPE_BOOL) snprintf(value, sizeof value, "%s", defs[0].def != 0.0 ? "true" : "false");
+    for (int k = 0; k < m->n; k++)
+        if (m->s[k].kind == RUNNER_SCALAR && !strcmp(m->s[k].name, defs[0].name))
+            snprintf(value, sizeof value, "%s", m->s[k].value);
+    if (runner_model_add(m, kind, za, zb, defs[0].name, value, c->err) != MDF_OK)
+        return prefix_error(c, n, "model", MDF_ERR_INVALID);
     return MDF_OK;
 }
 
-static mdf_status parse_species(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
+/* species: [{element: Ar, NAME: VALUE, ...}]: the model's per-element rows. */
+static mdf_status parse_species(wf_ctx *c, const yaml_node_t *n, const mdf_model_def *d, mdf_workflow *wf)
 {
-    static const char *const keys[] = {"element", "epsilon", "sigma", "cutoff", NULL};
+    static const char *const fixed[] = {"element", NULL};
+    const char *keys[WF_KEYS_MAX];
+    keys_with(fixed, d->species_params, keys);
+    if (!d->species_params)
+        return fail_at(c, n, MDF_ERR_INVALID, "model %s takes no per-element parameters: remove model.species "
+                       "(mdflow models lists what it takes)", d->name);
     if (n->type != YAML_SEQUENCE_NODE || n->data.sequence.items.start == n->data.sequence.items.top)
-        return fail_at(c, n, MDF_ERR_INVALID,
-                       "model.species must be a non-empty list: write e.g. "
-                       "[{element: Ar, epsilon: 0.0104, sigma: 3.40, cutoff: 8.5}]");
-    wf->species_given = 1;
+        return fail_at(c, n, MDF_ERR_INVALID, "model.species must be a non-empty list: write e.g. [{element: Ar, %s: "
+                       "...}]", d->species_params[0].name);
     wf->species_line = line_of(n);
     for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
         yaml_node_t *e = node_at(c, *it);
@@ -297,22 +348,28 @@ static mdf_status parse_species(wf_ctx *c, const yaml_node_t *n, mdf_workflow *w
         yaml_node_t *el = st == MDF_OK ? lookup(c, e, "element") : NULL;
         if (st == MDF_OK && !el) st = missing(c, e, "element", "a model.species entry", "element: Ar");
         int z = 0;
-        double v[3];
         if (st == MDF_OK) st = get_element(c, el, "model.species.element", &z);
-        if (st == MDF_OK) st = lj_numbers(c, e, "model.species", v);
-        if (st == MDF_OK && mdf_lj_config_add_species(&wf->lj, z, v[0], v[1], v[2], c->err) != MDF_OK)
-            st = prefix_error(c, e, "model.species", MDF_ERR_INVALID);
+        if (st == MDF_OK && runner_model_has_species(&wf->model, z))
+            st = fail_at(c, e, MDF_ERR_INVALID, "model.species lists %s twice: keep one entry", text_of(el));
+        if (st == MDF_OK) st = model_settings(c, wf, RUNNER_SPECIES, z, 0, e, fixed, "model.species");
+        if (st == MDF_OK) st = ensure_row(c, wf, RUNNER_SPECIES, z, 0, e, d->species_params);
         if (st != MDF_OK) return st;
     }
     return MDF_OK;
 }
 
-static mdf_status parse_pairs(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
+/* pairs: [{elements: [Ar, Kr], NAME: VALUE, ...}]: the model's per-pair rows. */
+static mdf_status parse_pairs(wf_ctx *c, const yaml_node_t *n, const mdf_model_def *d, mdf_workflow *wf)
 {
-    static const char *const keys[] = {"elements", "epsilon", "sigma", "cutoff", NULL};
+    static const char *const fixed[] = {"elements", NULL};
+    const char *keys[WF_KEYS_MAX];
+    keys_with(fixed, d->pair_params, keys);
+    if (!d->pair_params)
+        return fail_at(c, n, MDF_ERR_INVALID, "model %s takes no per-pair parameters: remove model.pairs (mdflow "
+                       "models lists what it takes)", d->name);
     if (n->type != YAML_SEQUENCE_NODE)
-        return fail_at(c, n, MDF_ERR_INVALID,
-                       "model.pairs must be a list: write e.g. [{elements: [Ar, Kr], epsilon: 0.0123, sigma: 3.5}]");
+        return fail_at(c, n, MDF_ERR_INVALID, "model.pairs must be a list: write e.g. [{elements: [Ar, Kr], %s: ...}]",
+                       d->pair_params[0].name);
     for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
         yaml_node_t *e = node_at(c, *it);
         mdf_status st = check_mapping(c, e, "a model.pairs entry", keys);
@@ -321,167 +378,137 @@ static mdf_status parse_pairs(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
         if (st == MDF_OK && (els->type != YAML_SEQUENCE_NODE ||
                              els->data.sequence.items.top - els->data.sequence.items.start != 2))
             st = fail_at(c, els, MDF_ERR_INVALID, "model.pairs.elements must list two elements, e.g. [Ar, Kr]");
-        int za = 0, zb = 0;
-        double v[3];
-        if (st == MDF_OK) st = get_element(c, node_at(c, els->data.sequence.items.start[0]), "model.pairs.elements", &za);
-        if (st == MDF_OK) st = get_element(c, node_at(c, els->data.sequence.items.start[1]), "model.pairs.elements", &zb);
-        if (st == MDF_OK) st = lj_numbers(c, e, "model.pairs", v);
-        if (st == MDF_OK && mdf_lj_config_set_pair(&wf->lj, za, zb, v[0], v[1], v[2], c->err) != MDF_OK)
-            st = prefix_error(c, e, "model.pairs (list both elements under model.species first)", MDF_ERR_INVALID);
+        int z[2] = {0, 0};
+        for (int t = 0; st == MDF_OK && t < 2; t++) {
+            yaml_node_t *el = node_at(c, els->data.sequence.items.start[t]);
+            st = get_element(c, el, "model.pairs.elements", &z[t]);
+            /* A pair mixes or overrides two rows: both must be there. */
+            if (st == MDF_OK && d->species_params && !runner_model_has_species(&wf->model, z[t]))
+                st = fail_at(c, el, MDF_ERR_INVALID, "model.pairs names %s, which has no model.species entry: list "
+                             "both elements under model.species first", text_of(el));
+        }
+        if (st == MDF_OK) st = model_settings(c, wf, RUNNER_PAIR, z[0], z[1], e, fixed, "model.pairs");
+        if (st == MDF_OK) st = ensure_row(c, wf, RUNNER_PAIR, z[0], z[1], e, d->pair_params);
         if (st != MDF_OK) return st;
     }
     return MDF_OK;
 }
 
-static mdf_status parse_model_type(wf_ctx *c, const yaml_node_t *n)
+static mdf_status parse_model_type(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 {
     char type[WF_NAME_MAX];
     mdf_status st = get_string(c, n, "model.type", "lj", type, sizeof type);
     if (st != MDF_OK) return st;
-    char known[WF_LIST_MAX] = "";
-    for (size_t k = 0; k < mdf_model_def_count(); k++) append(known, sizeof known, mdf_model_def_at(k)->name);
-    /* Only Lennard-Jones has a configuration here; another model needs its own keys. */
-    if (strcmp(type, "lj") != 0)
-        return fail_at(c, n, MDF_ERR_INVALID, "unknown model type '%s': use one of %s", type, known);
+    if (runner_model_init(&wf->model, type, c->err) != MDF_OK)
+        return prefix_error(c, n, "model.type", MDF_ERR_INVALID);
     return MDF_OK;
 }
 
+/* model: {type: NAME, params: {NAME: VALUE}, species: [...], pairs: [...],
+ * skin: Å}; a scalar parameter may also stand at model level (lj's
+ * epsilon, sigma, cutoff, shift), params: wins over it. */
 static mdf_status parse_model(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 {
-    static const char *const keys[] = {"type", "shift", "epsilon", "sigma", "cutoff", "species", "pairs", "skin", NULL};
-    mdf_status st = check_mapping(c, n, "model", keys);
-    yaml_node_t *x;
+    static const char *const fixed[] = {"type", "params", "species", "pairs", "skin", NULL};
+    mdf_status st = check_mapping(c, n, "model", NULL);
+    yaml_node_t *x = NULL;
+    wf->model_line = line_of(n);
     if (st == MDF_OK && !(x = lookup(c, n, "type"))) st = missing(c, n, "type", "model", "type: lj");
-    if (st == MDF_OK) st = parse_model_type(c, x);
-    if (st == MDF_OK && (x = lookup(c, n, "shift"))) st = get_bool(c, x, "model.shift", &wf->lj.shift);
+    if (st == MDF_OK) st = parse_model_type(c, x, wf);
+    if (st != MDF_OK) return st;
+    const mdf_model_def *d = mdf_model_def_find(wf->model.name);
+    const char *keys[WF_KEYS_MAX];
+    keys_with(fixed, d->params, keys);
+    st = check_mapping(c, n, "model", keys);
     if (st == MDF_OK && (x = lookup(c, n, "skin")))
         st = get_double(c, x, "model.skin", &(wf_range){0.0, INFINITY, CLOSED, OPEN, "Å"}, &wf->skin);
-    yaml_node_t *species = lookup(c, n, "species");
-    static const char *const global[] = {"epsilon", "sigma", "cutoff"};
-    for (int k = 0; st == MDF_OK && k < 3; k++)
-        if ((x = lookup(c, n, global[k])) && species)
-            st = fail_at(c, x, MDF_ERR_INVALID,
-                         "model.%s and model.species exclude each other: put %s in each species entry, or drop "
-                         "species to use one set of parameters for every element",
-                         global[k], global[k]);
-    if (st == MDF_OK && !species) {
-        double v[3] = {wf->epsilon, wf->sigma, -1.0};
-        const wf_range *r[] = {&(wf_range){0.0, INFINITY, CLOSED, OPEN, "eV"}, &(wf_range){0.0, INFINITY, OPEN, OPEN, "Å"},
-                               &(wf_range){0.0, INFINITY, OPEN, OPEN, "Å"}};
-        for (int k = 0; st == MDF_OK && k < 3; k++) {
-            char what[32];
-            snprintf(what, sizeof what, "model.%s", global[k]);
-            if ((x = lookup(c, n, global[k]))) st = get_double(c, x, what, r[k], &v[k]);
-        }
-        wf->epsilon = v[0];
-        wf->sigma = v[1];
-        wf->cutoff = v[2] > 0.0 ? v[2] : 2.5 * v[1];
+    if (st == MDF_OK) st = model_settings(c, wf, RUNNER_SCALAR, 0, 0, n, fixed, "model");
+    if (st == MDF_OK && (x = lookup(c, n, "params"))) {
+        st = check_mapping(c, x, "model.params", NULL);
+        if (st == MDF_OK) st = model_settings(c, wf, RUNNER_SCALAR, 0, 0, x, NULL, "model.params");
     }
-    if (st == MDF_OK && species) st = parse_species(c, species, wf);
-    if (st == MDF_OK && (x = lookup(c, n, "pairs"))) {
-        if (!species)
-            st = fail_at(c, x, MDF_ERR_INVALID, "model.pairs needs model.species: list each element's parameters "
-                         "under species first");
-        else st = parse_pairs(c, x, wf);
-    }
+    if (st == MDF_OK && (x = lookup(c, n, "species"))) st = parse_species(c, x, d, wf);
+    if (st == MDF_OK && (x = lookup(c, n, "pairs"))) st = parse_pairs(c, x, d, wf);
     return st;
 }
 
 /* ---- method parameters --------------------------------------------------------------- */
 
-/* params: of a stage -> mdf_dynamics_params fields. A new method adds rows. */
-typedef struct wf_param {
-    const char *method, *name;
-    size_t offset;
-    char type;  /* 'd': double, 'i': int */
-    wf_range range;
-} wf_param;
-
-#define P_DBL(m, f, lo, lo_open, hi, hi_open, unit) \
-    {#m, #f, offsetof(mdf_dynamics_params, m.f), 'd', {lo, hi, lo_open, hi_open, unit}}
-#define P_INT(m, f, lo, hi) {#m, #f, offsetof(mdf_dynamics_params, m.f), 'i', {lo, hi, CLOSED, CLOSED, ""}}
-#define INF INFINITY
-
-static const wf_param params_table[] = {
-    P_DBL(langevin, friction_per_fs, 0, OPEN, INF, OPEN, "1/fs"),
-    P_DBL(nose_hoover, tau_fs, 0, OPEN, INF, OPEN, "fs"),
-    P_INT(nose_hoover, chain, 1, MDF_NHC_MAX),
-    P_DBL(bussi, tau_fs, 0, OPEN, INF, OPEN, "fs"),
-    P_DBL(npt, pressure_bar, -INF, OPEN, INF, OPEN, "bar"),
-    P_DBL(npt, tau_p_fs, 0, OPEN, INF, OPEN, "fs"),
-    P_DBL(npt, compressibility_per_bar, 0, OPEN, INF, OPEN, "1/bar"),
-    P_DBL(npt, tau_t_fs, 0, OPEN, INF, OPEN, "fs"),
-    P_DBL(fire, dt, 0, OPEN, INF, OPEN, "(ASE time unit)"),
-    P_DBL(fire, dtmax, 0, OPEN, INF, OPEN, "(ASE time unit)"),
-    P_DBL(fire, maxstep, 0, OPEN, INF, OPEN, "Å"),
-    P_INT(fire, nmin, 0, 1000000),
-    P_DBL(fire, finc, 1, CLOSED, INF, OPEN, ""),
-    P_DBL(fire, fdec, 0, OPEN, 1, OPEN, ""),
-    P_DBL(fire, astart, 0, CLOSED, 1, CLOSED, ""),
-    P_DBL(fire, fa, 0, OPEN, 1, CLOSED, ""),
-    P_DBL(fire2, dt, 0, OPEN, INF, OPEN, "(ASE time unit)"),
-    P_DBL(fire2, dtmax, 0, OPEN, INF, OPEN, "(ASE time unit)"),
-    P_DBL(fire2, dtmin, 0, OPEN, INF, OPEN, "(ASE time unit)"),
-    P_DBL(fire2, maxstep, 0, OPEN, INF, OPEN, "Å"),
-    P_INT(fire2, nmin, 0, 1000000),
-    P_DBL(fire2, finc, 1, CLOSED, INF, OPEN, ""),
-    P_DBL(fire2, fdec, 0, OPEN, 1, OPEN, ""),
-    P_DBL(fire2, astart, 0, CLOSED, 1, CLOSED, ""),
-    P_DBL(fire2, fa, 0, OPEN, 1, CLOSED, ""),
-    P_DBL(gd, step, 0, OPEN, INF, OPEN, "Å²/eV"),
-    P_DBL(gd, maxstep, 0, OPEN, INF, OPEN, "Å"),
-    P_INT(lbfgs, memory, 0, 10000),
-    P_DBL(lbfgs, alpha, 0, OPEN, INF, OPEN, "eV/Å²"),
-    P_DBL(lbfgs, damping, 0, OPEN, INF, OPEN, ""),
-    P_DBL(lbfgs, maxstep, 0, OPEN, 1, CLOSED, "Å"),
-};
-
-static const wf_param *find_param(const char *method, const char *name)
-{
-    for (size_t k = 0; k < sizeof params_table / sizeof params_table[0]; k++)
-        if (!strcmp(params_table[k].method, method) && !strcmp(params_table[k].name, name)) return &params_table[k];
-    return NULL;
-}
-
-static mdf_status set_param(wf_ctx *c, const yaml_node_t *v, const wf_param *p, const char *what,
-                            mdf_dynamics_params *params)
-{
-    char *field = (char *)params + p->offset;
-    if (p->type == 'i') {
-        int x = 0;
-        mdf_status st = get_int(c, v, what, (int)p->range.lo, (int)p->range.hi, &x);
-        if (st == MDF_OK) memcpy(field, &x, sizeof x);
-        return st;
-    }
-    double x = 0.0;
-    mdf_status st = get_double(c, v, what, &p->range, &x);
-    if (st == MDF_OK) memcpy(field, &x, sizeof x);
-    return st;
-}
-
+/* params: of a stage, checked against the method's own table (name, value
+ * and range) and kept by name for mdf_stage_create. */
 static mdf_status parse_params(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
 {
     char section[128];
     snprintf(section, sizeof section, "stages.%s.params", s->name);
     mdf_status st = check_mapping(c, n, section, NULL);
+    const mdf_method *m = mdf_method_find(s->method);
+    char owner[96];
+    snprintf(owner, sizeof owner, "method %s", s->method);
+    void *probe = st == MDF_OK ? calloc(1, m->params_size ? m->params_size : 1) : NULL;
+    if (st == MDF_OK && !probe) st = mdf_error_set(c->err, MDF_ERR_NOMEM, "no memory");
     for (yaml_node_pair_t *p = n->data.mapping.pairs.start; st == MDF_OK && p < n->data.mapping.pairs.top; p++) {
-        const yaml_node_t *k = node_at(c, p->key);
-        const wf_param *param = find_param(s->method, text_of(k));
-        if (!param) {
-            char valid[WF_LIST_MAX] = "";
-            for (size_t j = 0; j < sizeof params_table / sizeof params_table[0]; j++)
-                if (!strcmp(params_table[j].method, s->method)) append(valid, sizeof valid, params_table[j].name);
-            if (!*valid)
-                return fail_at(c, k, MDF_ERR_INVALID, "unknown parameter '%s' of method %s: %s takes no params, "
-                               "remove the key", text_of(k), s->method, s->method);
-            return fail_at(c, k, MDF_ERR_INVALID, "unknown parameter '%s' of method %s: its params are %s",
-                           text_of(k), s->method, valid);
-        }
+        const yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);
         char what[192];
-        snprintf(what, sizeof what, "%s.%s", section, param->name);
-        st = set_param(c, node_at(c, p->value), param, what, &s->cfg.params);
+        snprintf(what, sizeof what, "%s.%s", section, text_of(k));
+        const char *value = NULL;
+        st = mdf_params_find(m->params, text_of(k)) ? param_text(c, v, what, &value) : MDF_OK;
+        /* An unknown name: the library's message lists the valid ones. */
+        if (st == MDF_OK && mdf_params_set(m->params, probe, owner, text_of(k), value ? value : "0", c->err) != MDF_OK)
+            st = prefix_error(c, value ? v : k, section, MDF_ERR_INVALID);
+        if (st == MDF_OK && mdf_param_list_set(&s->cfg.method_params, text_of(k), value, c->err) != MDF_OK)
+            st = prefix_error(c, v, section, MDF_ERR_INVALID);
     }
+    free(probe);
     return st;
+}
+
+/* hooks: [{type: NAME, params: {NAME: VALUE}}]: hooks by registered name,
+ * added to the stage after the workflow's own (hooks: at the top). */
+static mdf_status parse_named_hooks(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
+{
+    static const char *const keys[] = {"type", "params", NULL};
+    char section[128];
+    snprintf(section, sizeof section, "stages.%s.hooks", s->name);
+    if (n->type != YAML_SEQUENCE_NODE)
+        return fail_at(c, n, MDF_ERR_INVALID, "%s must be a list: write e.g. [{type: NAME, params: {...}}] (a "
+                       "plugin registers hooks by name)", section);
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+        yaml_node_t *e = node_at(c, *it), *x = NULL;
+        if (s->nhooks == WF_STAGE_HOOKS)
+            return fail_at(c, e, MDF_ERR_INVALID, "%s: at most %d hooks", section, WF_STAGE_HOOKS);
+        wf_named_hook *h = &s->hooks[s->nhooks];
+        mdf_param_list_init(&h->params);
+        h->line = line_of(e);
+        mdf_status st = check_mapping(c, e, "a stage's hooks entry", keys);
+        if (st == MDF_OK && !(x = lookup(c, e, "type"))) st = missing(c, e, "type", "a stage's hooks entry", "type: NAME");
+        if (st == MDF_OK) st = get_string(c, x, "hooks.type", "NAME", h->type, sizeof h->type);
+        const mdf_hook_def *d = st == MDF_OK ? mdf_hook_def_find(h->type) : NULL;
+        if (st == MDF_OK && !d) {
+            char known[WF_LIST_MAX] = "";
+            for (size_t k = 0; k < mdf_hook_def_count(); k++) append(known, sizeof known, mdf_hook_def_at(k)->name);
+            st = fail_at(c, x, MDF_ERR_INVALID, "unknown hook type '%s': the registered hooks are %s (a plugin adds "
+                         "more: plugins: [PATH.so])", h->type, *known ? known : "none");
+        }
+        if (st == MDF_OK && (x = lookup(c, e, "params"))) st = check_mapping(c, x, "a hook's params", NULL);
+        if (st == MDF_OK && x) {
+            char owner[96];
+            snprintf(owner, sizeof owner, "hook %s", d->name);
+            void *probe = calloc(1, d->params_size ? d->params_size : 1);
+            if (!probe) st = mdf_error_set(c->err, MDF_ERR_NOMEM, "no memory");
+            for (yaml_node_pair_t *p = x->data.mapping.pairs.start; st == MDF_OK && p < x->data.mapping.pairs.top; p++) {
+                const yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);
+                const char *value = NULL;
+                st = param_text(c, v, text_of(k), &value);
+                if (st == MDF_OK && (mdf_params_set(d->params, probe, owner, text_of(k), value, c->err) != MDF_OK ||
+                                     mdf_param_list_set(&h->params, text_of(k), value, c->err) != MDF_OK))
+                    st = prefix_error(c, k, section, MDF_ERR_INVALID);
+            }
+            free(probe);
+        }
+        if (st != MDF_OK) return st;
+        s->nhooks++;
+    }
+    return MDF_OK;
 }
 
 /* ---- stages ------------------------------------------------------------------------ */
@@ -492,17 +519,17 @@ static mdf_status parse_method(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
     snprintf(what, sizeof what, "stages.%s.method", s->name);
     mdf_status st = get_string(c, n, what, "fire", s->method, sizeof s->method);
     if (st != MDF_OK) return st;
-    char known[WF_LIST_MAX] = "";
-    for (size_t k = 0; k < mdf_integrator_count(); k++) {
-        if (!strcmp(mdf_integrator_name(k), s->method)) {
-            s->is_optimiser = mdf_integrator_is_optimiser(s->method) == 1;
-            s->cfg.integrator = s->method;
-            return MDF_OK;
-        }
-        append(known, sizeof known, mdf_integrator_name(k));
+    const mdf_method *m = mdf_method_find(s->method);
+    if (m) {
+        snprintf(s->method, sizeof s->method, "%s", m->name); /* an alias given: the registered name */
+        s->is_optimiser = (m->flags & MDF_METHOD_OPTIMISER) != 0;
+        s->cfg.integrator = s->method;
+        return MDF_OK;
     }
-    return fail_at(c, n, MDF_ERR_INVALID, "unknown method '%s' in stage '%s': use one of %s (mdflow methods)",
-                   s->method, s->name, known);
+    char known[WF_LIST_MAX] = "";
+    runner_method_names(-1, known, sizeof known);
+    return fail_at(c, n, MDF_ERR_INVALID, "unknown method '%s' in stage '%s': use one of %s (mdflow methods; a "
+                   "plugin adds more: plugins: [PATH.so])", s->method, s->name, known);
 }
 
 /* Keys that only MD methods read; an optimiser refuses them rather than
@@ -560,7 +587,8 @@ static mdf_status parse_md_keys(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
     if (st == MDF_OK && (x = lookup(c, n, "temperature_K"))) {
         snprintf(what, sizeof what, "stages.%s.temperature_K", s->name);
         st = get_double(c, x, what, &temp, &s->cfg.params.temperature_K);
-    } else if (st == MDF_OK && !s->is_optimiser && strcmp(s->method, "velocity_verlet") != 0) {
+    } else if (st == MDF_OK && (mdf_method_find(s->method)->flags &
+                                (MDF_METHOD_TEMPERATURE | MDF_METHOD_POSITIVE_TEMPERATURE))) {
         char section[96];
         snprintf(section, sizeof section, "stage '%s' (%s, a thermostat)", s->name, s->method);
         st = missing(c, n, "temperature_K", section, "temperature_K: 300");
@@ -575,7 +603,7 @@ static mdf_status parse_md_keys(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
 static mdf_status parse_stage(wf_ctx *c, const yaml_node_t *key, const yaml_node_t *n, wf_stage *s)
 {
     static const char *const keys[] = {"method", "fmax", "energy_change", "steps", "step_budget", "dt_fs",
-                                       "temperature_K", "entry_temperature_K", "params", NULL};
+                                       "temperature_K", "entry_temperature_K", "params", "hooks", NULL};
     const char *name = text_of(key);
     if (!*name || strlen(name) >= sizeof s->name || strpbrk(name, "+ \t"))
         return fail_at(c, key, MDF_ERR_INVALID, "stage name '%s' must be 1 to %zu characters without '+' or "
@@ -594,6 +622,7 @@ static mdf_status parse_stage(wf_ctx *c, const yaml_node_t *key, const yaml_node
     if (st == MDF_OK) st = parse_md_keys(c, n, s);
     if (st == MDF_OK) st = parse_criteria(c, n, s);
     if (st == MDF_OK && (x = lookup(c, n, "params"))) st = parse_params(c, x, s);
+    if (st == MDF_OK && (x = lookup(c, n, "hooks"))) st = parse_named_hooks(c, x, s);
     /* The library's own checks (e.g. fire2's dtmin <= dtmax), with this stage's line. */
     mdf_stage *probe = NULL;
     if (st == MDF_OK && mdf_stage_create(&s->cfg, &probe, c->err) != MDF_OK)
@@ -785,19 +814,46 @@ static mdf_status parse_checkpoint(wf_ctx *c, const yaml_node_t *n, mdf_workflow
 
 /* ---- the document ------------------------------------------------------------------- */
 
+/* A path given in the workflow, relative to the workflow file's folder. */
+static mdf_status relative_path(wf_ctx *c, const yaml_node_t *n, const mdf_workflow *wf, const char *what,
+                                const char *example, char *out, size_t size)
+{
+    char given[WF_PATH_MAX];
+    mdf_status st = get_string(c, n, what, example, given, sizeof given);
+    if (st != MDF_OK) return st;
+    const char *slash = strrchr(wf->path, '/');
+    int dirlen = slash ? (int)(slash - wf->path) : 0;
+    int len = given[0] == '/' || !slash ? snprintf(out, size, "%s", given)
+                                        : snprintf(out, size, "%.*s/%s", dirlen, wf->path, given);
+    if (len < 0 || (size_t)len >= size) return fail_at(c, n, MDF_ERR_INVALID, "%s path is too long: shorten it", what);
+    return MDF_OK;
+}
+
+/* plugins: [PATH.so, ...]: loaded now, in order (a file loaded before, by
+ * --plugin or MDFLOW_PLUGIN_PATH, is not loaded twice). */
+static mdf_status parse_plugins(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
+{
+    if (n->type != YAML_SEQUENCE_NODE)
+        return fail_at(c, n, MDF_ERR_INVALID, "plugins must be a list of shared objects: write e.g. plugins: "
+                       "[./morse.so] (relative to the workflow file's folder)");
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+        yaml_node_t *e = node_at(c, *it);
+        char path[WF_PATH_MAX];
+        mdf_status st = relative_path(c, e, wf, "a plugins entry", "./plugin.so", path, sizeof path);
+        if (st == MDF_OK && mdf_plugin_load(path, c->err) != MDF_OK) st = prefix_error(c, e, "plugins", c->err->code);
+        if (st != MDF_OK) return st;
+    }
+    return MDF_OK;
+}
+
 /* input: relative to the workflow file's folder, and readable now, so a typo
  * is reported with its line rather than after StarPU has started. */
 static mdf_status parse_input(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 {
-    char given[WF_PATH_MAX];
-    mdf_status st = get_string(c, n, "input", "structures.xyz", given, sizeof given);
+    mdf_status st = relative_path(c, n, wf, "input", "structures.xyz", wf->input, sizeof wf->input);
     if (st != MDF_OK) return st;
     const char *slash = strrchr(wf->path, '/');
     int dirlen = slash ? (int)(slash - wf->path) : 0;
-    int len = given[0] == '/' || !slash ? snprintf(wf->input, sizeof wf->input, "%s", given)
-                                        : snprintf(wf->input, sizeof wf->input, "%.*s/%s", dirlen, wf->path, given);
-    if (len < 0 || (size_t)len >= sizeof wf->input)
-        return fail_at(c, n, MDF_ERR_INVALID, "input path is too long: shorten it");
     wf->input_line = line_of(n);
     if (access(wf->input, R_OK) != 0)
         return fail_at(c, n, MDF_ERR_INVALID, "input '%s' cannot be read (%s): fix the path (relative paths are "
@@ -806,23 +862,9 @@ static mdf_status parse_input(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
     return MDF_OK;
 }
 
-static double largest_cutoff(const mdf_workflow *wf)
-{
-    if (!wf->species_given) return wf->cutoff;
-    double rc = 0.0;
-    for (int a = 0; a < wf->lj.nspecies; a++)
-        for (int b = 0; b < wf->lj.nspecies; b++)
-            if (wf->lj.cutoff[a][b] > rc) rc = wf->lj.cutoff[a][b];
-    return rc;
-}
-
 static void workflow_defaults(mdf_workflow *wf)
 {
     memset(wf, 0, sizeof *wf);
-    mdf_lj_config_init(&wf->lj);
-    wf->epsilon = 0.0104;    /* argon */
-    wf->sigma = 3.40;
-    wf->cutoff = 2.5 * 3.40;
     wf->skin = 1.0;
     mdf_sampler_config_init(&wf->sampler);
     mdf_inflight_config ic; /* the library's refill defaults */
@@ -842,14 +884,17 @@ static void workflow_defaults(mdf_workflow *wf)
 
 static mdf_status parse_root(wf_ctx *c, const yaml_node_t *root, mdf_workflow *wf)
 {
-    static const char *const keys[] = {"input", "model", "stages", "composition", "sampler", "output",
+    static const char *const keys[] = {"input", "plugins", "model", "stages", "composition", "sampler", "output",
                                        "hooks", "scheduler", "max_steps", "seed", "checkpoint", NULL};
     mdf_status st = check_mapping(c, root, "the workflow", keys);
     yaml_node_t *x;
+    /* Plugins first: their models, methods and hooks are names below. */
+    if (st == MDF_OK && (x = lookup(c, root, "plugins"))) st = parse_plugins(c, x, wf);
     if (st == MDF_OK && !(x = lookup(c, root, "input")))
         st = missing(c, root, "input", "the workflow", "input: structures.xyz");
     if (st == MDF_OK) st = parse_input(c, x, wf);
     if (st == MDF_OK && (x = lookup(c, root, "model"))) st = parse_model(c, x, wf);
+    else if (st == MDF_OK) st = runner_model_init(&wf->model, "lj", c->err); /* the default: argon */
     if (st == MDF_OK && !(x = lookup(c, root, "stages")))
         st = missing(c, root, "stages", "the workflow", "stages: {relax: {method: fire, fmax: 0.05}}");
     if (st == MDF_OK) st = parse_stages(c, x, wf);
@@ -871,8 +916,6 @@ static mdf_status parse_root(wf_ctx *c, const yaml_node_t *root, mdf_workflow *w
         wf->stages[k].cfg.params.seed = wf->seed;
         wf->stages[k].cfg.integrator = wf->stages[k].method;
     }
-    /* Pairs are counted (O(N²) per system) only when a pair budget asks. */
-    wf->sampler.pair_cutoff = wf->sampler.max_pairs > 0 ? largest_cutoff(wf) : 0.0;
     return st;
 }
 

@@ -6,7 +6,10 @@
  * inflight batching, the outputs, the hooks and the scheduler. Every key is
  * documented in examples/relax_md.yaml.
  *
- * wf_load only reads and checks: it needs no StarPU and writes nothing. Every
+ * Its `plugins:` are loaded first (mdf_plugin_load, paths relative to the
+ * workflow's folder), so a plugin's model, methods and hooks are names like
+ * the built-ins'. Besides, wf_load only reads and checks: it needs no StarPU
+ * and writes nothing. Every
  * problem (malformed YAML, unknown or duplicate key, wrong type, value out of
  * range, unknown method, element or stage, missing required key, unreadable
  * input) is an error "FILE:LINE: what is wrong: how to fix it" with code
@@ -17,10 +20,20 @@
 #include <stdint.h>
 #include "mdflow/mdflow.h"
 #include "mdflow/sampler.h"
+#include "runner.h"
 
 #define WF_MAX_STAGES 8     /* a fused stage holds at most 8 sub-stages */
 #define WF_PATH_MAX 4096
 #define WF_NAME_MAX 64
+#define WF_STAGE_HOOKS 8    /* hooks by registered name per stage */
+
+/* A hook of a stage's `hooks:` list, created by its registered name
+ * (mdf_hook_create_named) with its settings. */
+typedef struct wf_named_hook {
+    char type[WF_NAME_MAX];
+    mdf_param_list params;
+    int line;
+} wf_named_hook;
 
 /* One entry of `stages:`. */
 typedef struct wf_stage {
@@ -29,8 +42,10 @@ typedef struct wf_stage {
     int is_optimiser;
     mdf_stage_config cfg;      /* integrator (points into `method`), step_budget,
                                 * entry_temperature_K, params (dt_fs, temperature_K,
-                                * the method's params, seed) */
-    char method[WF_NAME_MAX];
+                                * seed), method_params (checked against the method's table) */
+    char method[WF_NAME_MAX];  /* the registered name (an alias given is resolved) */
+    int nhooks;
+    wf_named_hook hooks[WF_STAGE_HOOKS];
     double fmax;               /* criteria; < 0: not used */
     double energy_change;
     int64_t steps;
@@ -49,11 +64,10 @@ typedef struct mdf_workflow {
     char path[WF_PATH_MAX];        /* the workflow file, as given */
     char input[WF_PATH_MAX];       /* resolved against the workflow's folder */
     int input_line;
-    /* model (Lennard-Jones) */
-    mdf_lj_config lj;              /* species and pairs when `species` was given */
-    int species_given;
-    int species_line;
-    double epsilon, sigma, cutoff; /* for every element of the input otherwise */
+    /* model: any registered one (plugins: are loaded before it is read) */
+    runner_model model;            /* name and settings (scalar, per element, per pair) */
+    int model_line;
+    int species_line;              /* model.species, when given: every input element needs an entry */
     double skin;
     /* stages and their composition */
     int nstages;
@@ -62,7 +76,7 @@ typedef struct mdf_workflow {
     int comp[WF_MAX_STAGES];       /* indices into stages, in run order */
     int comp_line;
     /* inflight batching */
-    mdf_sampler_config sampler;    /* pair_cutoff: the model's largest cutoff with max_pairs */
+    mdf_sampler_config sampler;    /* pair_cutoff: set by wf_run from the model (with max_pairs) */
     int64_t refill_interval;
     double refill_fraction;
     int sampler_line;

@@ -67,7 +67,7 @@ typedef struct mdf_thermo_args {
     int32_t chain;         /* NHC chain length */
     int32_t kind;          /* MDF_THERMO_* (post_update) */
     int32_t momentum;      /* 1: the method conserves the total momentum
-                            * (MDF_INTEG_MOMENTUM): Nf = mdf_sys_dof(s, momentum) */
+                            * (MDF_METHOD_MOMENTUM): Nf = mdf_sys_dof(s, momentum) */
     int32_t pad_;
 } mdf_thermo_args;
 

@@ -85,6 +85,10 @@ double mdf_method_list_radius(const mdf_method_ctx *c);
                                     * kinetic energy has 3N - 3 degrees of freedom (mdf_dof) */
 #define MDF_METHOD_CELL 8          /* changes the cell: its tasks flag MDF_SYS_CELL_TOO_SMALL
                                     * from the list radius, and the stage checks the flags */
+#define MDF_METHOD_TEMPERATURE 16  /* reads mdf_method_temperature: the stage refuses one that
+                                    * is not finite and >= 0 K, naming the method */
+#define MDF_METHOD_POSITIVE_TEMPERATURE 32 /* needs temperature_K > 0 (masses or noise proportional to
+                                    * kT); implies MDF_METHOD_TEMPERATURE */
 
 typedef struct mdf_method {
     unsigned api_version;          /* MDFLOW_API_VERSION */

@@ -16,7 +16,8 @@ extern "C" {
 
 typedef struct mdf_md_config {
     const char *integrator;   /* registry name; "velocity_verlet" (NVE) */
-    mdf_dynamics_params params; /* thermostat, barostat parameters (dt_fs below wins) */
+    mdf_dynamics_params params; /* temperature and seed (dt_fs below wins) */
+    mdf_param_list method_params; /* the integrator's own parameters by name */
     double dt_fs;             /* time step, fs */
     int64_t steps;
     int32_t status;           /* only systems with this status move */

@@ -26,6 +26,7 @@
 #include "mdflow/model.h"
 #include "mdflow/hook.h"
 #include "mdflow/sampler.h"
+#include "mdflow/params.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,52 +42,14 @@ extern "C" {
 #define MDF_SYSTEM_ENTERED         64  /* moved into its stage, not yet checked there */
 #define MDF_SYSTEM_CELL_TOO_SMALL  128 /* NPT shrank the cell below 2 (cutoff + skin): the run fails */
 
-/* Parameters of every integrator and optimiser, in one struct so a stage's
- * configuration is plain data; each method reads its own part. Defaults
- * (mdf_dynamics_params_init) are those of ASE and of the papers. */
+/* Stage-wide settings every method may read. A method's own parameters
+ * (friction, FIRE's dt, L-BFGS memory, ...) live in its own block, set by
+ * name in mdf_stage_config.method_params and listed by `mdflow methods`
+ * (see mdflow/extension.h); no struct here knows them. */
 typedef struct mdf_dynamics_params {
     double dt_fs;              /* MD time step, fs (default 1) */
     double temperature_K;      /* thermostat target, K (default 300) */
     uint64_t seed;             /* random streams keyed by (seed, system id) */
-    struct {
-        double friction_per_fs;  /* γ, 1/fs (default 0.01) */
-    } langevin;                  /* BAOAB (Leimkuhler & Matthews 2013) */
-    struct {
-        double tau_fs;           /* thermostat period, fs (default 100) */
-        int chain;               /* chain length, 1..MDF_NHC_MAX (default 3) */
-    } nose_hoover;               /* Martyna, Tuckerman & Klein 1996 */
-    struct {
-        double tau_fs;           /* relaxation time, fs (default 100) */
-    } bussi;                     /* stochastic velocity rescaling (Bussi et al. 2007) */
-    struct {
-        double pressure_bar;     /* target pressure, bar (default 1) */
-        double tau_p_fs;         /* barostat relaxation time, fs (default 1000) */
-        double compressibility_per_bar; /* isothermal compressibility β_T,
-                                          * 1/bar (default 4.5e-5) */
-        double tau_t_fs;         /* Bussi thermostat time, fs (default 100) */
-    } npt;                       /* isotropic stochastic cell rescaling
-                                  * (Bernetti & Bussi 2020) + Bussi thermostat */
-    struct {                     /* ASE's FIRE (Bitzek et al. 2006); times in
-                                  * ASE's unit, sqrt(amu Å²/eV) = 10.18 fs */
-        double dt, dtmax, maxstep;   /* 0.1, 1.0, 0.2 Å */
-        int nmin;                    /* 5 */
-        double finc, fdec, astart, fa; /* 1.1, 0.5, 0.1, 0.99 */
-    } fire;
-    struct {                     /* FIRE 2.0 (Guénolé et al. 2020) */
-        double dt, dtmax, dtmin, maxstep; /* 0.1, 1.0, 2e-3, 0.2 Å */
-        int nmin;                         /* 20 (N_delay) */
-        double finc, fdec, astart, fa;    /* 1.1, 0.5, 0.25, 0.99 */
-    } fire2;
-    struct {
-        double step;             /* Å²/eV: x += step · F (default 0.01) */
-        double maxstep;          /* Å, largest move of one atom (default 0.2) */
-    } gd;
-    struct {                     /* ASE's LBFGS */
-        int memory;              /* history length (default 100) */
-        double alpha;            /* initial Hessian guess, eV/Å² (default 70) */
-        double damping;          /* step scale (default 1) */
-        double maxstep;          /* Å, largest move of one atom (default 0.2) */
-    } lbfgs;
 } mdf_dynamics_params;
 
 #define MDF_NHC_MAX 5
@@ -118,14 +81,18 @@ typedef struct mdf_stage_config {
                                  * get Maxwell-Boltzmann velocities at this
                                  * temperature (seed: params.seed); default -1: keep */
     mdf_dynamics_params params;
+    mdf_param_list method_params; /* the method's own parameters by name, e.g.
+                                   * {"friction_per_fs", "0.02"}: applied over its
+                                   * defaults at mdf_stage_create, which names an
+                                   * unknown one and lists the valid ones */
 } mdf_stage_config;
 
 void mdf_stage_config_init(mdf_stage_config *cfg);
 
 typedef struct mdf_stage mdf_stage;
 
-/* Checks the configuration (integrator name, parameter ranges: the error
- * names the parameter and its valid range). */
+/* Checks the configuration (integrator name, parameter names and ranges:
+ * the error names the parameter and its valid range). */
 mdf_status mdf_stage_create(const mdf_stage_config *cfg, mdf_stage **out, mdf_error *err);
 /* Destroys the stage and every hook it owns. */
 void mdf_stage_destroy(mdf_stage *s);

@@ -1,0 +1,34 @@
+/* mdflow — the stage's side of a method (internal): what an
+ * mdf_method_ctx holds, and registry numbers for state ownership.
+ *
+ * Methods themselves (stages/velocity_verlet.c, ..., and plugins) see only
+ * mdflow/extension.h: the context is opaque to them, and they reach the
+ * shard through the mdf_method_* accessors (stages/method_ctx.c). */
+#ifndef MDF_METHOD_INTERNAL_H
+#define MDF_METHOD_INTERNAL_H
+
+#include "../dataflow/batch_internal.h"
+#include "mdflow/extension.h"
+#include "mdflow/stage.h"
+
+/* One method step of one shard, as the stage hands it to pre_update and
+ * post_update: built on the stack per call, valid only during it. */
+struct mdf_method_ctx {
+    const mdf_shard *sh;             /* pos, vel, force, atoms, sys, res, state */
+    starpu_data_handle_t work;       /* per-shard workspace (work_bytes), else NULL */
+    const void *params;              /* the method's block (params_size bytes) */
+    const mdf_dynamics_params *p;    /* stage-wide: dt_fs, temperature_K, seed */
+    double dt;                       /* p->dt_fs in internal time units */
+    int32_t status;                  /* the stage's systems */
+    int64_t step;                    /* the stage's step (1, 2, ...) */
+    double r_list;                   /* cutoff + skin of the run's lists, Å */
+};
+
+/* 1-based registry number of a method (0 if it is not registered): what
+ * mdf_sys_state.method records, so that a block written by one method is
+ * not read by another. Built-ins keep their numbers (registry order). */
+int32_t mdf_method_number(const mdf_method *m);
+
+static inline int mdf_method_has(const mdf_method *m, unsigned flag) { return m && (m->flags & flag) != 0; }
+
+#endif
