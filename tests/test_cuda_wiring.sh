@@ -4,9 +4,9 @@
 # In every build, from the sources: each CUDA entry point a codelet family
 # declares (void mdf_*_cuda(...) in its *_codelet.h) is defined in its
 # *_cuda.cu and registered in a `.cuda_funcs` of its *_codelet.c (directly
-# or through a family macro such as MDF_THERMO_CUDA(fn)), or, for a model
-# registered by definition (mdf_register_model: the registry builds its
-# codelet), in the `.cuda_func` of its *_model.c.
+# or through a family macro such as MDF_THERMO_CUDA(fn)), or, for a model,
+# in the `.cuda_func` of its definition (*_model.c), from which the model
+# registry builds the codelet.
 #
 # In a build with CUDA (config.h defines MDF_USE_CUDA), from the objects:
 # every mdf_*_cuda defined by a CUDA object is referenced by a codelet
@@ -25,8 +25,8 @@ for h in "$src"/codelets/*/*_codelet.h; do
   for f in $(grep -o 'void mdf_[a-z0-9_]*_cuda(' "$h" | sed 's/^void //; s/($//' | sort -u); do
     declared="$declared $f"
     grep -q "extern \"C\" void $f(" "$fam"/*_cuda.cu 2>/dev/null || err "$f is declared in $h but defined in no $fam/*_cuda.cu"
-    grep -Eq "\.cuda_funcs = \{$f\}|_CUDA\($f\)|\.cuda_func = $f,?\$" "$fam"/*_codelet.c "$fam"/*_model.c 2>/dev/null ||
-      err "$f is declared in $h but no codelet of $fam/*_codelet.c (nor model definition of $fam/*_model.c) registers it (.cuda_funcs = {$f})"
+    grep -Eq "\.cuda_funcs = \{$f\}|_CUDA\($f\)|\.(aux_)?cuda_func = $f," $(ls "$fam"/*_codelet.c "$fam"/*_model.c 2>/dev/null) ||
+      err "$f is declared in $h but no codelet of $fam/*_codelet.c registers it (.cuda_funcs = {$f}), nor a model definition in $fam/*_model.c (.cuda_func = $f)"
   done
 done
 ndeclared=$(echo $declared | wc -w)
