@@ -958,8 +958,12 @@ static uint64_t hash_params(uint64_t h, const mdf_dynamics_params *p, const mdf_
     h = mdf_hash_i64(h, (int64_t)mdf_params_count(m->params));
     for (const mdf_param_def *d = m->params; d && d->name; d++) {
         h = mdf_hash_str(h, d->name);
-        h = d->type == MDF_PARAM_TYPE_DOUBLE ? mdf_hash_f64(h, mdf_params_get(d, block))
-                                             : mdf_hash_i64(h, (int64_t)mdf_params_get(d, block));
+        switch (d->type) {
+        case MDF_PARAM_TYPE_DOUBLE: h = mdf_hash_f64(h, mdf_params_get(d, block)); break;
+        case MDF_PARAM_TYPE_INT:
+        case MDF_PARAM_TYPE_BOOL: h = mdf_hash_i64(h, (int64_t)mdf_params_get(d, block)); break;
+        default: h = mdf_hash_str(h, (const char *)block + d->offset); break; /* text parameters */
+        }
     }
     return h;
 }
