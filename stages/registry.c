@@ -22,7 +22,7 @@
 #include "gd.h"
 #include "lbfgs.h"
 
-/* Built-in hooks (stages/hooks/*.c) and sinks (io/sink.c) by name. */
+/* Built-in hooks (one file each in stages/hooks/) and sinks (io/sink.c) by name. */
 extern const mdf_hook_def mdf_hook_def_log, mdf_hook_def_nan_check, mdf_hook_def_force_clamp, mdf_hook_def_drift,
     mdf_hook_def_freeze, mdf_hook_def_wrap, mdf_hook_def_timing, mdf_hook_def_thermo;
 extern const mdf_sink_def mdf_sink_def_host, mdf_sink_def_device, mdf_sink_def_hdf5, mdf_sink_def_h5md;
