@@ -7,8 +7,9 @@
  *
  * The plugins are built by `make check` from their sources with libtool
  * (tests/Makefile.inc: tests/plugins/); MDF_TEST_PLUGIN names another build
- * of the Morse plugin to test instead (tests/test_plugin_build.sh builds
- * one with examples/plugin/Makefile). */
+ * of the example plugin to test instead (e.g. one that examples/plugin/Makefile
+ * built). The Berendsen method: the mean temperature of crystals started
+ * hot, the conserved quantity, and NVE when τ is enormous. */
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,14 +38,14 @@ static const char *plugin_path(const char *name)
     return buf[slot];
 }
 
-/* The Morse plugin under test (loaded once, by the first test). */
-static const char *morse_plugin(void)
+/* The example plugin under test (loaded once, by the first test). */
+static const char *example_plugin(void)
 {
     const char *p = getenv("MDF_TEST_PLUGIN");
-    return p && *p ? p : plugin_path("morse_only");
+    return p && *p ? p : plugin_path("mdflow-example-plugin");
 }
 
-static void load_morse_plugin(void) { TU_CALL(mdf_plugin_load, morse_plugin()); }
+static void load_plugin(void) { TU_CALL(mdf_plugin_load, example_plugin()); }
 
 /* Runs argv (no shell) and returns its exit status, -1 if it did not run. */
 static int run(char *const argv[])
@@ -109,13 +110,16 @@ static void test_load(void **state)
 {
     (void)state;
     size_t before = mdf_plugin_count();
-    load_morse_plugin();
+    load_plugin();
     assert_int_equal(mdf_plugin_count(), before + 1);
-    load_morse_plugin(); /* a second load of the same file does nothing */
+    load_plugin(); /* a second load of the same file does nothing */
     assert_int_equal(mdf_plugin_count(), before + 1);
     const mdf_model_def *d = mdf_model_def_find("morse");
     assert_non_null(d);
     assert_int_equal(mdf_params_count(d->params), 5);
+    const mdf_method *m = mdf_method_find("berendsen");
+    assert_non_null(m);
+    assert_non_null(mdf_params_find(m->params, "tau_fs"));
     mdf_model_config *c = NULL;
     TU_CALL(mdf_model_config_create, "morse", &c);
     assert_int_equal(mdf_model_config_has_param(c, "cutoff"), 1);
@@ -153,7 +157,7 @@ static void test_morse_vs_ase(void **state)
     (void)state;
     const char *python = tu_python_with("ase.calculators.morse");
     if (!python) skip();
-    load_morse_plugin();
+    load_plugin();
     char script[1024], gen[512], r0[40], cut[40];
     snprintf(script, sizeof script, "%s/tests/morse_ase_check.py", tu_srcdir());
     snprintf(gen, sizeof gen, "%s/frames.xyz", tmpdir);
@@ -179,7 +183,7 @@ static double morse_e(double r) { return M_D * (pow(1.0 - exp(-M_A * (r - M_R0))
 static void test_morse_shift(void **state)
 {
     (void)state;
-    load_morse_plugin();
+    load_plugin();
     const double rs[] = {2.0, M_R0, 3.3, 5.0, M_CUT - 1e-6, M_CUT + 1e-6, 7.0};
     const size_t n = sizeof rs / sizeof rs[0];
     mdf_frame f[sizeof rs / sizeof rs[0]], out[sizeof rs / sizeof rs[0]];
@@ -224,7 +228,7 @@ static void expect_error(mdf_status st, const mdf_error *err, const char *const 
 static void test_unknown_parameter(void **state)
 {
     (void)state;
-    load_morse_plugin();
+    load_plugin();
     mdf_model_config *c = NULL;
     TU_CALL(mdf_model_config_create, "morse", &c);
     mdf_error err;
@@ -243,7 +247,7 @@ static void test_unknown_parameter(void **state)
 static void test_broken_plugins(void **state)
 {
     (void)state;
-    load_morse_plugin();
+    load_plugin();
     size_t before = mdf_plugin_count();
     mdf_error err;
     mdf_error_clear(&err);
@@ -258,6 +262,155 @@ static void test_broken_plugins(void **state)
     const mdf_model_def *d = mdf_model_def_find("morse");
     assert_non_null(d);
     assert_int_equal(mdf_params_count(d->params), 5);
+}
+
+/* ---- the Berendsen method -------------------------------------------------------- */
+
+/* Per system, every `every` steps from step `from`: the temperature, and
+ * the drift of potential + kinetic + extra energy from its first sample. */
+typedef struct ber_sampler {
+    int nsys, cap, from;
+    int *n;
+    double *t, *h, *h0, *dh_max, *extra_max;
+    int bad;
+} ber_sampler;
+
+static void ber_sample(void *user, const mdf_hook_event *ev)
+{
+    ber_sampler *s = (ber_sampler *)user;
+    for (size_t r = 0; r < ev->nrows; r++) {
+        const mdf_hook_row *w = &ev->rows[r];
+        if (w->id < 0 || w->id >= s->nsys) {
+            s->bad = 1;
+            continue;
+        }
+        double h = w->energy + w->kinetic + w->extra_energy;
+        if (ev->step == 0) s->h0[w->id] = h;
+        s->dh_max[w->id] = fmax(s->dh_max[w->id], fabs(h - s->h0[w->id]));
+        s->extra_max[w->id] = fmax(s->extra_max[w->id], fabs(w->extra_energy));
+        if (ev->step < s->from || s->n[w->id] >= s->cap) continue;
+        s->t[(size_t)w->id * (size_t)s->cap + (size_t)s->n[w->id]++] = w->temperature;
+    }
+}
+
+/* Runs `steps` steps of method (tau_fs for berendsen) at T0 on argon
+ * crystals, sampling every `every` steps from `from`. */
+static ber_sampler *ber_run(const char *method, double tau_fs, double T0, double T_start, int nsys, int steps,
+                            int from, int every, double dt_fs)
+{
+    load_plugin();
+    mdf_frame f[64];
+    assert_true(nsys <= 64);
+    for (int i = 0; i < nsys; i++) f[i] = tu_fcc(3, 3, 3, 5.4, 18, 0.0, 0.02, 500 + (uint64_t)i); /* 108 atoms */
+    mdf_lj_config lj = tu_argon(7.5, 1); /* cutoff + skin 8 Å <= half of 16.2 Å */
+    mdf_model *m = NULL;
+    TU_CALL(mdf_model_create_lj, &lj, &m);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, (size_t)nsys, NULL, &b);
+    TU_CALL(mdf_batch_thermalize, b, T_start, 11, 0);
+    ber_sampler *s = calloc(1, sizeof *s);
+    s->nsys = nsys;
+    s->from = from;
+    s->cap = (steps - from) / every + 1;
+    s->n = calloc((size_t)nsys, sizeof *s->n);
+    s->t = calloc((size_t)nsys * (size_t)s->cap, sizeof *s->t);
+    s->h0 = calloc((size_t)nsys, sizeof(double));
+    s->dh_max = calloc((size_t)nsys, sizeof(double));
+    s->extra_max = calloc((size_t)nsys, sizeof(double));
+    mdf_stage_config cfg;
+    mdf_stage_config_init(&cfg);
+    cfg.integrator = method;
+    cfg.max_steps = steps;
+    cfg.skin = 0.5;
+    cfg.params.dt_fs = dt_fs;
+    cfg.params.temperature_K = T0;
+    if (tau_fs > 0.0) TU_CALL(mdf_param_list_set_double, &cfg.method_params, "tau_fs", tau_fs);
+    mdf_stage *st = NULL;
+    TU_CALL(mdf_stage_create, &cfg, &st);
+    mdf_hook *h = NULL;
+    TU_CALL(mdf_hook_create_callback, "berendsen-sampler", MDF_AFTER_STEP, every, ber_sample, s, &h);
+    TU_CALL(mdf_stage_add_hook, st, h);
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run, st, b, m, &rep);
+    assert_int_equal(rep.steps, steps);
+    mdf_stage_destroy(st);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    for (int i = 0; i < nsys; i++) mdf_frame_free(&f[i]);
+    assert_false(s->bad);
+    return s;
+}
+
+static void ber_free(ber_sampler *s)
+{
+    free(s->n);
+    free(s->t);
+    free(s->h0);
+    free(s->dh_max);
+    free(s->extra_max);
+    free(s);
+}
+
+/* Started hot (velocities at 3 T0 on the lattice: ~1.5 T0 once shared with
+ * the potential energy), the crystals must settle at T0. In the steady state
+ * the rescalings add no energy on average: <(λ² - 1) K> = (dt/τ) <K0 - K> =
+ * 0, so the mean kinetic energy is that of T0 (up to the integration
+ * error). The systems are independent: the standard error of the mean
+ * comes from the spread of their means, and the tolerance is 4 of them plus
+ * 0.5% for the integration. Also: potential + kinetic + extra_energy stays
+ * constant, while extra_energy takes out the excess heat. */
+static void test_berendsen_temperature(void **state)
+{
+    (void)state;
+    enum { NSYS = 16, STEPS = 2000, FROM = 1000, EVERY = 5 };
+    const double T0 = 60.0;
+    ber_sampler *s = ber_run("berendsen", 100.0, T0, 3.0 * T0, NSYS, STEPS, FROM, EVERY, 5.0);
+    double means[NSYS], sum = 0.0;
+    for (int i = 0; i < NSYS; i++) {
+        assert_int_equal(s->n[i], s->cap);
+        double m = 0.0;
+        for (int k = 0; k < s->cap; k++) m += s->t[(size_t)i * (size_t)s->cap + (size_t)k];
+        means[i] = m / s->cap;
+        sum += means[i];
+    }
+    double mean = sum / NSYS, var = 0.0;
+    for (int i = 0; i < NSYS; i++) var += (means[i] - mean) * (means[i] - mean);
+    double sem = sqrt(var / (NSYS - 1) / NSYS), tol = 4.0 * sem + 0.005 * T0;
+    double dh = 0.0, extra = 0.0;
+    for (int i = 0; i < NSYS; i++) {
+        dh = fmax(dh, s->dh_max[i]);
+        extra = fmax(extra, s->extra_max[i]);
+    }
+    printf("berendsen: %d systems x 108 atoms, T0 %.0f K, tau 100 fs, dt 5 fs: <T> over steps %d-%d = %.3f +- %.3f K "
+           "(%+.2f%%, tolerance %.3f K); conserved quantity drifts %.2e eV while extra_energy reaches %.3f eV\n",
+           NSYS, T0, FROM, STEPS, mean, sem, 100.0 * (mean / T0 - 1.0), tol, dh, extra);
+    if (fabs(mean - T0) > tol) fail_msg("mean temperature %.3f K, target %.1f K (tolerance %.3f K)", mean, T0, tol);
+    if (!(extra > 0.1)) fail_msg("extra_energy reached only %.3g eV: the thermostat took out no heat", extra);
+    if (dh > 0.01 * extra) fail_msg("potential + kinetic + extra drifted %.3g eV (extra_energy %.3g eV)", dh, extra);
+    ber_free(s);
+}
+
+/* With τ far beyond the run the rescaling vanishes (λ = 1 to the last bit
+ * for τ = 1e300 fs): the method is velocity Verlet, NVE. The energy's
+ * excursions match those of the built-in velocity_verlet from the same
+ * start, and stay small. */
+static void test_berendsen_nve(void **state)
+{
+    (void)state;
+    enum { NSYS = 4, STEPS = 400 };
+    const double T0 = 60.0;
+    ber_sampler *b = ber_run("berendsen", 1e300, T0, 2.0 * T0, NSYS, STEPS, 0, 1, 5.0);
+    ber_sampler *v = ber_run("velocity_verlet", 0.0, T0, 2.0 * T0, NSYS, STEPS, 0, 1, 5.0);
+    for (int i = 0; i < NSYS; i++) {
+        printf("system %d: largest |E - E0| %.3e eV (berendsen, tau 1e300 fs), %.3e eV (velocity_verlet)\n", i,
+               b->dh_max[i], v->dh_max[i]);
+        if (b->extra_max[i] != 0.0) fail_msg("system %d: extra_energy %.3g eV with no rescaling", i, b->extra_max[i]);
+        if (!(b->dh_max[i] <= 1e-3 * fabs(b->h0[i]))) fail_msg("system %d: energy not conserved", i);
+        if (fabs(b->dh_max[i] - v->dh_max[i]) > 1e-9 * fabs(v->h0[i]))
+            fail_msg("system %d: berendsen %.6e eV vs velocity_verlet %.6e eV", i, b->dh_max[i], v->dh_max[i]);
+    }
+    ber_free(b);
+    ber_free(v);
 }
 
 static int setup(void **state)
@@ -284,6 +437,8 @@ int main(void)
         cmocka_unit_test(test_morse_shift),
         cmocka_unit_test(test_unknown_parameter),
         cmocka_unit_test(test_broken_plugins),
+        cmocka_unit_test(test_berendsen_temperature),
+        cmocka_unit_test(test_berendsen_nve),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     tu_stop();
