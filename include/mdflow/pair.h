@@ -152,7 +152,7 @@ MDF_PAIR_INLINE void mdf_pair_atom_from_cells(const mdf_pair_ctx *c, int32_t i, 
  * front of the list, j < i from the back. */
 MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32_t lo, int32_t hi, const double *w,
                                          double *f, const mdf_atom_info *atoms, const uint32_t *nb, int32_t n_up,
-                                         int32_t n_down, int32_t M, const double (*shift)[3], mdf_pair_acc *acc)
+                                         int32_t n_down, int32_t M, double (*shift)[3], mdf_pair_acc *acc)
 {
     const double *xi = w + 3 * i;
     const int32_t zi = atoms[i].z;
@@ -176,7 +176,7 @@ MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32
  * is a constant at each call, so the compiler makes a copy without it. */
 MDF_PAIR_INLINE void mdf_pair_atom_list(const mdf_pair_ctx *c, int32_t i, int virial, const double *w, double *f,
                                         const mdf_atom_info *atoms, const uint32_t *nb, int32_t n,
-                                        const double (*shift)[3], mdf_pair_acc *acc)
+                                        double (*shift)[3], mdf_pair_acc *acc)
 {
     const double *xi = w + 3 * i;
     const int32_t zi = atoms[i].z;
@@ -242,8 +242,11 @@ MDF_PAIR_INLINE void mdf_pair_cpu_run(void *buffers[], void *cl_arg, mdf_pair_rc
     double *f = (double *)STARPU_VECTOR_GET_PTR(buffers[5]);
     mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[6]);
     const mdf_chunk *ch = &args->chunk;
-    const mdf_pair_ctx c = {.rc2 = rc2, .pair = pair, .p = (const void *)STARPU_VECTOR_GET_PTR(buffers[7]),
-                            .virial = args->want_virial != 0};
+    mdf_pair_ctx c; /* (no designated initialisers: the header compiles as C++ too) */
+    c.rc2 = rc2;
+    c.pair = pair;
+    c.p = (const void *)STARPU_VECTOR_GET_PTR(buffers[7]);
+    c.virial = args->want_virial != 0;
     /* Wrapped positions, indexed like x (entries before touch_begin unused). */
     double *w = (double *)malloc(sizeof(double) * 3 * (size_t)(ch->touch_end > 0 ? ch->touch_end : 1));
     if (!w) {
