@@ -1,0 +1,525 @@
+/* mdflow — neighbour lists: cell binning with a skin, and per-atom Verlet
+ * lists, shared by the CPU (C) and CUDA implementations (installed: a
+ * model codelet, built-in or a plugin's, reads the lists through the views
+ * and walks below).
+ *
+ * Binning works in the fractional coordinates of a per-system basis: the
+ * lattice when the system has a cell, the identity for open clusters
+ * without one. Along a periodic direction a cell is at least r_list wide
+ * in perpendicular distance, so every neighbour within r_list lies in the
+ * 3x3x3 block of cells around an atom's own; along an open direction the
+ * cells span the atoms' extent at the time of the build. The whole binning
+ * stays valid until an atom of the system has moved more than skin/2.
+ *
+ * Lists are kept per atom in M fixed slots: neighbours j > i fill the slots
+ * from the front (the half list a CPU uses with Newton's third law),
+ * neighbours j < i fill them from the back (so front + back is the full list
+ * a GPU thread uses without write conflicts). An atom with more than M
+ * neighbours is marked overflowed and its forces are computed by walking the
+ * cells directly: correct, only slower (M is not enlarged during a run).
+ *
+ * Positions are never wrapped (trajectories stay continuous), so an atom
+ * may be any number of cells away from the box. At each build the binning
+ * records a per-atom offset o_i = -floor(s_i)·H that brings the atom into
+ * the cell; lists then work with the wrapped positions x + o, for which the
+ * nearest image of a neighbour is a translation n in {-1,0,1}^3. Each entry
+ * is (j << 5) | code(n), and the pair displacement is
+ *   d = (x_j + o_j) - (x_i + o_i) + n·H.
+ * Because r_list is at most half of every periodic width that image is
+ * unique; the offsets stay fixed until the next build. */
+#ifndef MDF_NLIST_KERNEL_H
+#define MDF_NLIST_KERNEL_H
+
+#include <stddef.h>
+#include "mdflow/kernel.h"
+
+#define MDF_NL_IMAGE_BITS 5
+#define MDF_NL_IMAGE_MASK 31u
+#define MDF_NL_NO_IMAGE 13 /* (0,0,0) */
+
+/* Per-system binning state. */
+typedef struct mdf_nl_grid {
+    int32_t n[3];          /* cells along each basis direction */
+    int32_t rebuilt;       /* 1 when this step rebuilt the system's lists */
+    int32_t periodic[3];
+    int32_t valid;         /* 0 until the first build */
+    int32_t all_pairs;     /* 1: left to an all-pairs model this step (CPU
+                            * only): no bins, no list (mdf_nl_all_pairs) */
+    int32_t pad_;
+    int64_t nbuilds;       /* rebuilds so far (statistics, tests) */
+    double lo[3], span[3]; /* fractional range covered along each direction */
+    double basis[9];       /* rows; the cell, or the identity */
+    double inv_basis[9];
+    double ref_cell[9];    /* cell at the last build: a change forces one */
+} mdf_nl_grid;
+
+/* The bins blob of a shard: one StarPU vector of bytes. Its head records the
+ * capacities so that a kernel can find every array from the pointer alone. */
+typedef struct mdf_nl_bins_head {
+    int32_t atom_cap, sys_cap;
+    int32_t force_rebuild; /* set by the host side (refill): rebuild all */
+    int32_t pad;
+} mdf_nl_bins_head;
+
+typedef struct mdf_nl_bins_view {
+    mdf_nl_bins_head *head;
+    mdf_nl_grid *grid;     /* sys_cap */
+    double *ref_pos;       /* 3*atom_cap */
+    double *offset;        /* 3*atom_cap: o_i, wraps atom i into the cell */
+    int32_t *cell_of;      /* atom_cap: linear cell index within its system */
+    int32_t *sorted;       /* atom_cap: atoms of each system sorted by cell */
+    int32_t *cell_start;   /* atom_cap + sys_cap: for system s, the entries
+                            * atom_start(s) + s ... + ncells(s) */
+} mdf_nl_bins_view;
+
+MDF_HD size_t mdf_align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+/* Byte size of the bins blob and the views into it. */
+MDF_HD size_t mdf_nl_bins_bytes(int32_t atom_cap, int32_t sys_cap)
+{
+    size_t s = mdf_align64(sizeof(mdf_nl_bins_head));
+    s += mdf_align64(sizeof(mdf_nl_grid) * (size_t)sys_cap);
+    s += 2 * mdf_align64(sizeof(double) * 3 * (size_t)atom_cap);
+    s += 2 * mdf_align64(sizeof(int32_t) * (size_t)atom_cap);
+    s += mdf_align64(sizeof(int32_t) * (size_t)(atom_cap + sys_cap));
+    return s;
+}
+
+MDF_HD mdf_nl_bins_view mdf_nl_bins_map(void *blob)
+{
+    mdf_nl_bins_view v;
+    char *p = (char *)blob;
+    v.head = (mdf_nl_bins_head *)p;
+    size_t atom_cap = (size_t)v.head->atom_cap, sys_cap = (size_t)v.head->sys_cap;
+    p += mdf_align64(sizeof(mdf_nl_bins_head));
+    v.grid = (mdf_nl_grid *)p;
+    p += mdf_align64(sizeof(mdf_nl_grid) * sys_cap);
+    v.ref_pos = (double *)p;
+    p += mdf_align64(sizeof(double) * 3 * atom_cap);
+    v.offset = (double *)p;
+    p += mdf_align64(sizeof(double) * 3 * atom_cap);
+    v.cell_of = (int32_t *)p;
+    p += mdf_align64(sizeof(int32_t) * atom_cap);
+    v.sorted = (int32_t *)p;
+    p += mdf_align64(sizeof(int32_t) * atom_cap);
+    v.cell_start = (int32_t *)p;
+    return v;
+}
+
+/* Verlet lists of one chunk of atoms: one StarPU vector of bytes. */
+typedef struct mdf_nl_list_head {
+    int32_t natoms;        /* atoms in the chunk */
+    int32_t slots;         /* M, slots per atom */
+    int32_t atom_begin;    /* first atom of the chunk within the shard */
+    int32_t overflowed;    /* atoms whose neighbours exceeded M at last build */
+    int32_t max_count;     /* largest neighbour count seen at last build */
+    int32_t pad[3];
+} mdf_nl_list_head;
+
+typedef struct mdf_nl_list_view {
+    mdf_nl_list_head *head;
+    int32_t *n_up;         /* natoms: entries j > i, from slot 0 */
+    int32_t *n_down;       /* natoms: entries j < i, from slot M-1 down */
+    uint32_t *slots;       /* natoms * M */
+} mdf_nl_list_view;
+
+MDF_HD size_t mdf_nl_list_bytes(int32_t natoms, int32_t slots)
+{
+    return mdf_align64(sizeof(mdf_nl_list_head)) +
+           2 * mdf_align64(sizeof(int32_t) * (size_t)natoms) +
+           mdf_align64(sizeof(uint32_t) * (size_t)natoms * (size_t)slots);
+}
+
+MDF_HD mdf_nl_list_view mdf_nl_list_map(void *blob)
+{
+    mdf_nl_list_view v;
+    char *p = (char *)blob;
+    v.head = (mdf_nl_list_head *)p;
+    size_t n = (size_t)v.head->natoms;
+    p += mdf_align64(sizeof(mdf_nl_list_head));
+    v.n_up = (int32_t *)p;
+    p += mdf_align64(sizeof(int32_t) * n);
+    v.n_down = (int32_t *)p;
+    p += mdf_align64(sizeof(int32_t) * n);
+    v.slots = (uint32_t *)p;
+    return v;
+}
+
+/* ---- arithmetic that decides ------------------------------------------ */
+
+/* nvcc contracts a*b + c into a fused multiply-add by default; the CPU code
+ * is compiled as C11, which implies -ffp-contract=off. The products and sums
+ * whose results decide something (a pair within r_list, an atom past skin/2,
+ * the basis, an atom's cell and wrap offset) go through these helpers, so
+ * that the GPU rounds every operation as the CPU does and both make the same
+ * decisions bit for bit. On the CPU they are the plain operators, applied in
+ * the order the expressions had before: the CPU results are unchanged. */
+MDF_HD double mdf_nl_mul(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b); /* never fused */
+#else
+    return a * b;
+#endif
+}
+
+MDF_HD double mdf_nl_add(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+MDF_HD double mdf_nl_sub(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+
+/* a0*b0 + a1*b1 + a2*b2, left to right. */
+MDF_HD double mdf_nl_dot3(double a0, double b0, double a1, double b1, double a2, double b2)
+{
+    return mdf_nl_add(mdf_nl_add(mdf_nl_mul(a0, b0), mdf_nl_mul(a1, b1)), mdf_nl_mul(a2, b2));
+}
+
+/* d0*d0 + d1*d1 + d2*d2, left to right. */
+MDF_HD double mdf_nl_norm2(double d0, double d1, double d2) { return mdf_nl_dot3(d0, d0, d1, d1, d2, d2); }
+
+/* a*b - c*d */
+MDF_HD double mdf_nl_cross2(double a, double b, double c, double d)
+{
+    return mdf_nl_sub(mdf_nl_mul(a, b), mdf_nl_mul(c, d));
+}
+
+/* mdf_vec_mat (r · m) with the rounding above. */
+MDF_HD void mdf_nl_vec_mat(const double r[3], const double m[9], double out[3])
+{
+    out[0] = mdf_nl_dot3(r[0], m[0], r[1], m[3], r[2], m[6]);
+    out[1] = mdf_nl_dot3(r[0], m[1], r[1], m[4], r[2], m[7]);
+    out[2] = mdf_nl_dot3(r[0], m[2], r[1], m[5], r[2], m[8]);
+}
+
+/* ---- geometry ---------------------------------------------------------- */
+
+MDF_HD double mdf_det3(const double m[9])
+{
+    return mdf_nl_add(mdf_nl_sub(mdf_nl_mul(m[0], mdf_nl_cross2(m[4], m[8], m[5], m[7])),
+                                 mdf_nl_mul(m[1], mdf_nl_cross2(m[3], m[8], m[5], m[6]))),
+                      mdf_nl_mul(m[2], mdf_nl_cross2(m[3], m[7], m[4], m[6])));
+}
+
+/* Inverse of a 3x3 matrix; returns 0 when it is singular. */
+MDF_HD int mdf_inv3(const double m[9], double inv[9])
+{
+    double det = mdf_det3(m);
+    if (!(fabs(det) > 0.0)) return 0;
+    double r = 1.0 / det;
+    inv[0] = mdf_nl_mul(mdf_nl_cross2(m[4], m[8], m[5], m[7]), r);
+    inv[1] = mdf_nl_mul(mdf_nl_cross2(m[2], m[7], m[1], m[8]), r);
+    inv[2] = mdf_nl_mul(mdf_nl_cross2(m[1], m[5], m[2], m[4]), r);
+    inv[3] = mdf_nl_mul(mdf_nl_cross2(m[5], m[6], m[3], m[8]), r);
+    inv[4] = mdf_nl_mul(mdf_nl_cross2(m[0], m[8], m[2], m[6]), r);
+    inv[5] = mdf_nl_mul(mdf_nl_cross2(m[2], m[3], m[0], m[5]), r);
+    inv[6] = mdf_nl_mul(mdf_nl_cross2(m[3], m[7], m[4], m[6]), r);
+    inv[7] = mdf_nl_mul(mdf_nl_cross2(m[1], m[6], m[0], m[7]), r);
+    inv[8] = mdf_nl_mul(mdf_nl_cross2(m[0], m[4], m[1], m[3]), r);
+    return 1;
+}
+
+/* Distance between the two lattice planes spanned by the other two rows,
+ * for direction k: 1 / |column k of the inverse|. */
+MDF_HD double mdf_perpendicular_width(const double inv[9], int k)
+{
+    double c0 = inv[0 + k], c1 = inv[3 + k], c2 = inv[6 + k];
+    return 1.0 / sqrt(mdf_nl_norm2(c0, c1, c2));
+}
+
+/* Cartesian translation of lattice image code (n in {-1,0,1}^3). */
+MDF_HD void mdf_nl_image_shift(uint32_t code, const double cell[9], double out[3])
+{
+    double n0 = (double)((int)(code / 9) - 1);
+    double n1 = (double)((int)((code / 3) % 3) - 1);
+    double n2 = (double)((int)(code % 3) - 1);
+    out[0] = mdf_nl_dot3(n0, cell[0], n1, cell[3], n2, cell[6]);
+    out[1] = mdf_nl_dot3(n0, cell[1], n1, cell[4], n2, cell[7]);
+    out[2] = mdf_nl_dot3(n0, cell[2], n1, cell[5], n2, cell[8]);
+}
+
+/* Displacement r_j - r_i to the nearest periodic image of j, for any two
+ * positions (wrapped or not). Returns the image code when the translation
+ * is within {-1,0,1}^3 (always so for wrapped positions), else -1. */
+MDF_HD int mdf_nl_min_image(const double *xi, const double *xj, const mdf_sys_info *s, double d[3])
+{
+    d[0] = xj[0] - xi[0];
+    d[1] = xj[1] - xi[1];
+    d[2] = xj[2] - xi[2];
+    if (!(s->pbc[0] | s->pbc[1] | s->pbc[2])) return MDF_NL_NO_IMAGE;
+    double f[3], n[3];
+    mdf_nl_vec_mat(d, s->inv_cell, f);
+    for (int k = 0; k < 3; k++) n[k] = s->pbc[k] ? -rint(f[k]) : 0.0;
+    for (int k = 0; k < 3; k++)
+        d[k] = mdf_nl_add(d[k], mdf_nl_dot3(n[0], s->cell[k], n[1], s->cell[3 + k], n[2], s->cell[6 + k]));
+    /* written so that a NaN (a position gone non-finite) also returns -1:
+     * converting it to int would be undefined */
+    if (!(fabs(n[0]) <= 1.0 && fabs(n[1]) <= 1.0 && fabs(n[2]) <= 1.0)) return -1;
+    return (int)((n[0] + 1.0) * 9.0 + (n[1] + 1.0) * 3.0 + (n[2] + 1.0));
+}
+
+/* Wrapped position x + o of atom a. */
+MDF_HD void mdf_nl_wrapped(const double *pos, const double *offset, int32_t a, double out[3])
+{
+    const size_t k = 3 * (size_t)a;
+    out[0] = pos[k] + offset[k];
+    out[1] = pos[k + 1] + offset[k + 1];
+    out[2] = pos[k + 2] + offset[k + 2];
+}
+
+/* The binning basis of a system: its cell when it has a non-degenerate one,
+ * otherwise the identity (open cluster). */
+MDF_HD void mdf_nl_basis(const mdf_sys_info *s, mdf_nl_grid *g)
+{
+    int has_cell = mdf_inv3(s->cell, g->inv_basis);
+    for (int k = 0; k < 9; k++) g->basis[k] = has_cell ? s->cell[k] : (k % 4 == 0 ? 1.0 : 0.0);
+    if (!has_cell)
+        for (int k = 0; k < 9; k++) g->inv_basis[k] = g->basis[k];
+    for (int k = 0; k < 3; k++) g->periodic[k] = s->pbc[k] ? 1 : 0;
+}
+
+/* Fractional coordinate u of x (wrapped into [0,1) along periodic
+ * directions) and the Cartesian offset o = -floor(u)·basis that wraps x. */
+MDF_HD void mdf_nl_wrap(const mdf_nl_grid *g, const double *x, double u[3], double o[3])
+{
+    double f[3] = {0.0, 0.0, 0.0};
+    mdf_nl_vec_mat(x, g->inv_basis, u);
+    for (int k = 0; k < 3; k++)
+        if (g->periodic[k]) {
+            f[k] = floor(u[k]);
+            u[k] -= f[k];
+            if (u[k] >= 1.0) { /* -tiny wraps to exactly 1.0 */
+                u[k] = 0.0;
+                f[k] += 1.0;
+            }
+        }
+    for (int k = 0; k < 3; k++) o[k] = -mdf_nl_dot3(f[0], g->basis[k], f[1], g->basis[3 + k], f[2], g->basis[6 + k]);
+}
+
+/* Chooses cell counts once lo/span are known: cells at least r_list wide
+ * (perpendicular), and no more cells than max_cells. */
+MDF_HD void mdf_nl_grid_dims(mdf_nl_grid *g, double r_list, int32_t max_cells)
+{
+    double ncell[3];
+    for (int k = 0; k < 3; k++) {
+        double width = mdf_perpendicular_width(g->inv_basis, k) * g->span[k];
+        double n = floor(width / r_list);
+        /* a NaN width (a cell gone non-finite) gives one cell: converting
+         * NaN to int below would be undefined */
+        ncell[k] = n >= 1.0 ? (n > 1.0e6 ? 1.0e6 : n) : 1.0;
+    }
+    if (max_cells < 1) max_cells = 1;
+    /* Halve the finest direction until the grid fits: cells only grow. */
+    while (ncell[0] * ncell[1] * ncell[2] > (double)max_cells) {
+        int k = ncell[0] >= ncell[1] ? (ncell[0] >= ncell[2] ? 0 : 2) : (ncell[1] >= ncell[2] ? 1 : 2);
+        ncell[k] = floor(ncell[k] / 2.0);
+        if (ncell[k] < 1.0) ncell[k] = 1.0;
+    }
+    for (int k = 0; k < 3; k++) g->n[k] = (int32_t)ncell[k];
+}
+
+/* The cell of fractional position u. Clamped to the grid in floating point
+ * before the conversion to int, which is undefined for a NaN, an infinity or
+ * anything beyond int32: a non-finite position (a run that exploded, before
+ * the NaN check reports it) lands in cell 0 or the last one. Finite values
+ * get the cell they always got. */
+MDF_HD int32_t mdf_nl_cell_index(const mdf_nl_grid *g, const double u[3], int32_t c[3])
+{
+    for (int k = 0; k < 3; k++) {
+        double t = floor((u[k] - g->lo[k]) / g->span[k] * (double)g->n[k]);
+        c[k] = t >= (double)(g->n[k] - 1) ? g->n[k] - 1 : (t > 0.0 ? (int32_t)t : 0);
+    }
+    return (c[0] * g->n[1] + c[1]) * g->n[2] + c[2];
+}
+
+/* ---- walking the cells around an atom ---------------------------------- */
+
+/* Whether the images of a system's pairs must be found pair by pair: a
+ * periodic direction with fewer than three cells is visited once per cell,
+ * so the walk cannot tell which image it sees. */
+MDF_HD int mdf_nl_images_ambiguous(const mdf_nl_grid *g)
+{
+    int a = 0;
+    for (int k = 0; k < 3; k++) a |= g->periodic[k] && g->n[k] < 3;
+    return a;
+}
+
+
+/* Visits every atom of the cells adjacent to (and including) atom i's cell,
+ * each distinct cell once even when a periodic direction has fewer than
+ * three cells. Usage: mdf_nl_walk_begin(...); while (mdf_nl_walk_next(...)). */
+typedef struct mdf_nl_walk {
+    int32_t c[3];          /* atom i's cell */
+    int32_t d[3];          /* current offset */
+    int32_t dmin[3], dmax[3];
+    int32_t pos, end;      /* current range within sorted[] */
+    int32_t image[3];      /* lattice translation of the current cell */
+    int32_t ambiguous;     /* a periodic direction with < 3 cells: the
+                            * translation is found per atom by rounding */
+} mdf_nl_walk;
+
+MDF_HD void mdf_nl_walk_range(const mdf_nl_grid *g, int k, int32_t c, int32_t *lo, int32_t *hi)
+{
+    if (g->periodic[k]) {
+        if (g->n[k] >= 3) { *lo = -1; *hi = 1; }
+        else { *lo = -c; *hi = g->n[k] - 1 - c; } /* every cell once */
+    } else {
+        *lo = c > 0 ? -1 : 0;
+        *hi = c < g->n[k] - 1 ? 1 : 0;
+    }
+}
+
+MDF_HD void mdf_nl_walk_begin(mdf_nl_walk *w, const mdf_nl_grid *g, int32_t cell_linear)
+{
+    w->c[2] = cell_linear % g->n[2];
+    w->c[1] = (cell_linear / g->n[2]) % g->n[1];
+    w->c[0] = cell_linear / (g->n[2] * g->n[1]);
+    for (int k = 0; k < 3; k++) mdf_nl_walk_range(g, k, w->c[k], &w->dmin[k], &w->dmax[k]);
+    w->d[0] = w->dmin[0];
+    w->d[1] = w->dmin[1];
+    w->d[2] = w->dmin[2] - 1; /* first advance lands on dmin */
+    w->pos = w->end = 0;
+    w->image[0] = w->image[1] = w->image[2] = 0;
+    w->ambiguous = mdf_nl_images_ambiguous(g);
+}
+
+/* Moves to the next non-empty cell; returns 0 when all were visited.
+ * cell_start points at the system's first cell entry. */
+MDF_HD int mdf_nl_walk_next_cell(mdf_nl_walk *w, const mdf_nl_grid *g, const int32_t *cell_start)
+{
+    for (;;) {
+        if (++w->d[2] > w->dmax[2]) {
+            w->d[2] = w->dmin[2];
+            if (++w->d[1] > w->dmax[1]) {
+                w->d[1] = w->dmin[1];
+                if (++w->d[0] > w->dmax[0]) return 0;
+            }
+        }
+        int32_t cc[3];
+        for (int k = 0; k < 3; k++) {
+            cc[k] = w->c[k] + w->d[k];
+            w->image[k] = 0;
+            if (cc[k] < 0) {
+                cc[k] += g->n[k];
+                w->image[k] = -1;
+            } else if (cc[k] >= g->n[k]) {
+                cc[k] -= g->n[k];
+                w->image[k] = 1;
+            }
+        }
+        int32_t lin = (cc[0] * g->n[1] + cc[1]) * g->n[2] + cc[2];
+        w->pos = cell_start[lin];
+        w->end = cell_start[lin + 1];
+        if (w->pos < w->end) return 1;
+    }
+}
+
+/* Next candidate atom (shard index) into *j; returns 0 when done. */
+MDF_HD int mdf_nl_walk_next(mdf_nl_walk *w, const mdf_nl_grid *g, const int32_t *cell_start,
+                            const int32_t *sorted, int32_t *j)
+{
+    while (w->pos >= w->end)
+        if (!mdf_nl_walk_next_cell(w, g, cell_start)) return 0;
+    *j = sorted[w->pos++];
+    return 1;
+}
+
+/* ---- building one atom's list ------------------------------------------ */
+
+/* Image code of the walk's current cell (valid unless w->ambiguous). */
+MDF_HD uint32_t mdf_nl_walk_code(const mdf_nl_walk *w)
+{
+    return (uint32_t)((w->image[0] + 1) * 9 + (w->image[1] + 1) * 3 + (w->image[2] + 1));
+}
+
+/* Cartesian translation of the walk's current cell. */
+MDF_HD void mdf_nl_walk_shift(const mdf_nl_walk *w, const mdf_nl_grid *g, double sh[3])
+{
+    for (int k = 0; k < 3; k++)
+        sh[k] = mdf_nl_dot3((double)w->image[0], g->basis[k], (double)w->image[1], g->basis[3 + k],
+                            (double)w->image[2], g->basis[6 + k]);
+}
+
+/* Puts a neighbour entry in an atom's slots: j > i from the front, j < i
+ * from the back, counting past M (overflow) without writing. */
+MDF_HD void mdf_nl_slot_put(uint32_t *slots, int32_t M, uint32_t entry, int is_up, int32_t *up, int32_t *down)
+{
+    int32_t slot = is_up ? *up : M - 1 - *down;
+    if (*up + *down < M) slots[slot] = entry;
+    *up += is_up;
+    *down += !is_up;
+}
+
+/* Fills atom i's slots from the binning just made (positions equal the
+ * reference ones). The image shift is computed once per neighbour cell.
+ * Returns the total neighbour count, which may exceed M: the caller then
+ * treats the atom as overflowed. */
+MDF_HD int32_t mdf_nl_build_atom(int32_t i, const double *pos, const double *offset, const mdf_sys_info *s,
+                                 const mdf_nl_grid *g, const int32_t *cell_start_sys,
+                                 const int32_t *sorted, const int32_t *cell_of,
+                                 double r_list2, int32_t M, uint32_t *slots,
+                                 int32_t *n_up_out, int32_t *n_down_out)
+{
+    mdf_nl_walk w;
+    mdf_nl_walk_begin(&w, g, cell_of[i]);
+    int32_t up = 0, down = 0;
+    double xi[3];
+    mdf_nl_wrapped(pos, offset, i, xi);
+    while (mdf_nl_walk_next_cell(&w, g, cell_start_sys)) {
+        double sh[3];
+        uint32_t code = mdf_nl_walk_code(&w);
+        mdf_nl_walk_shift(&w, g, sh);
+        for (int32_t p = w.pos; p < w.end; p++) {
+            int32_t j = sorted[p];
+            if (j == i) continue;
+            double xj[3], d[3];
+            mdf_nl_wrapped(pos, offset, j, xj);
+            if (w.ambiguous) {
+                int c = mdf_nl_min_image(xi, xj, s, d);
+                code = (uint32_t)(c < 0 ? MDF_NL_NO_IMAGE : c);
+            } else {
+                for (int k = 0; k < 3; k++) d[k] = xj[k] + sh[k] - xi[k];
+            }
+            if (!(mdf_nl_norm2(d[0], d[1], d[2]) < r_list2)) continue;
+            mdf_nl_slot_put(slots, M, ((uint32_t)j << MDF_NL_IMAGE_BITS) | code, j > i, &up, &down);
+        }
+    }
+    *n_up_out = up;
+    *n_down_out = down;
+    return up + down;
+}
+
+/* Whether system s moved far enough since its last build to need another:
+ * some atom moved more than skin/2, the cell changed, or it never was built.
+ * Checks atoms [a0, a1) of the system. */
+MDF_HD int mdf_nl_moved_too_far(const double *pos, const double *ref, int32_t a0, int32_t a1,
+                                double half_skin2)
+{
+    for (int32_t a = a0; a < a1; a++) {
+        const size_t k = 3 * (size_t)a;
+        double dx = pos[k] - ref[k], dy = pos[k + 1] - ref[k + 1], dz = pos[k + 2] - ref[k + 2];
+        if (mdf_nl_norm2(dx, dy, dz) > half_skin2) return 1;
+    }
+    return 0;
+}
+
+MDF_HD int mdf_nl_cell_changed(const mdf_nl_grid *g, const mdf_sys_info *s)
+{
+    for (int k = 0; k < 9; k++)
+        if (g->ref_cell[k] != s->cell[k]) return 1;
+    return 0;
+}
+
+#endif
