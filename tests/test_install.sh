@@ -28,15 +28,14 @@ HARNESS_NAME=mdflow-install
 srcdir=${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 # shellcheck source=tests/cli_harness.sh
 . "$srcdir/tests/cli_harness.sh"
+# shellcheck source=tests/install_harness.sh
+. "$srcdir/tests/install_harness.sh"
 
 # What the library was built with (the Makefile configure wrote).
-mkvar() { sed -n "s/^$1 = //p" "$builddir/Makefile" | head -n 1; }
 CC=$(mkvar CC)
 CXX=${CXX:-g++}
 starpu=$(mkvar mdf_starpu)
 version=$(mkvar PACKAGE_VERSION)
-# A CUDA build's StarPU is found through the PKG_CONFIG_PATH configure saw.
-build_pc_path=$(mkvar PKG_CONFIG_PATH)
 # Sanitizer builds: programs linked to the library need the same flags.
 link_flags="$(mkvar CFLAGS) $(mkvar LDFLAGS)"
 
@@ -51,47 +50,8 @@ if [ -z "$starpu" ] || [ -z "$version" ]; then
     finish
 fi
 
-# ---- make install DESTDIR=$T/root -------------------------------------------
-# The suite's make passes its jobserver in MAKEFLAGS: this make is separate.
-unset MAKEFLAGS MFLAGS MAKELEVEL
-root=$T/root
-if make -C "$builddir" install DESTDIR="$root" >"$T/install.log" 2>&1; then
-    pass "make install DESTDIR=\$T/root"
-else
-    fail "make install DESTDIR=\$T/root"
-    show "make install" "$T/install.log"
-    finish
-fi
-pcfile=$(find "$root" -name mdflow.pc -path '*/pkgconfig/*' | head -n 1)
-man=$(find "$root" -name mdflow.1 -path '*/man1/*' | head -n 1)
-lib=$(find "$root" -name libmdflow.so | head -n 1)
-incroot=$(find "$root" -type d -name mdflow -path '*/include/mdflow' | head -n 1)
-for what in pcfile lib incroot man; do
-    eval "v=\$$what"
-    if [ -z "$v" ]; then
-        fail "make install installs the $what"
-        (cd "$root" && find . | sort) >"$T/installed"
-        show "installed" "$T/installed"
-    fi
-done
-if [ -z "$pcfile" ] || [ -z "$lib" ] || [ -z "$incroot" ]; then finish; fi
-incroot=$(dirname "$incroot")
-libdir=$(dirname "$lib")
-
-# The .pc, its absolute locations moved under $root.
-mkdir -p "$T/pkgconfig"
-sed -E "s#^(prefix|exec_prefix|libdir|includedir)=/#\\1=$root/#" "$pcfile" >"$T/pkgconfig/mdflow.pc"
-PKG_CONFIG_PATH=$T/pkgconfig${build_pc_path:+:$build_pc_path}${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-export PKG_CONFIG_PATH
-unset PKG_CONFIG_SYSROOT_DIR
-if cflags=$(pkg-config --cflags mdflow 2>"$T/pc.err") && libs=$(pkg-config --libs mdflow 2>>"$T/pc.err"); then
-    pass "pkg-config --cflags --libs mdflow: $cflags $libs"
-else
-    fail "pkg-config --cflags --libs mdflow"
-    show pkg-config "$T/pc.err"
-    show mdflow.pc "$T/pkgconfig/mdflow.pc"
-    finish
-fi
+# ---- make install DESTDIR=$T/root, mdflow.pc moved there -------------------
+install_scratch || finish
 case " $cflags " in
 *" -I$incroot "*) ;;
 *) fail "pkg-config --cflags mdflow names the installed include folder $incroot" "$cflags" ;;
