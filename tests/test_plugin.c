@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "testutil.h"
+#include "plugin_util.h"
 #include "mdflow/extension.h"
 
 /* Non-default parameters, so that a default would show. */
@@ -26,24 +27,12 @@
 #define M_R0 2.71
 #define M_CUT 6.05
 
-static char plugin_dir[1024];
 static char tmpdir[256];
 
-static const char *plugin_path(const char *name)
-{
-    static char buf[4][1200];
-    static int slot;
-    slot = (slot + 1) % 4;
-    snprintf(buf[slot], sizeof buf[slot], "%s/%s.so", plugin_dir, name);
-    return buf[slot];
-}
+static const char *plugin_path(const char *name) { return tu_plugin_path(name); }
 
 /* The example plugin under test (loaded once, by the first test). */
-static const char *example_plugin(void)
-{
-    const char *p = getenv("MDF_TEST_PLUGIN");
-    return p && *p ? p : plugin_path("mdflow-example-plugin");
-}
+static const char *example_plugin(void) { return tu_example_plugin(); }
 
 static void load_plugin(void) { TU_CALL(mdf_plugin_load, example_plugin()); }
 
@@ -65,43 +54,12 @@ static int run(char *const argv[])
 
 static mdf_model *morse_model(double D, double a, double r0, double cutoff, int shift)
 {
-    mdf_model_config *c = NULL;
-    TU_CALL(mdf_model_config_create, "morse", &c);
-    char text[4][40];
-    snprintf(text[0], sizeof text[0], "%.17g", D);
-    snprintf(text[1], sizeof text[1], "%.17g", a);
-    snprintf(text[2], sizeof text[2], "%.17g", r0);
-    snprintf(text[3], sizeof text[3], "%.17g", cutoff);
-    TU_CALL(mdf_model_config_set, c, "D", text[0]);
-    TU_CALL(mdf_model_config_set, c, "a", text[1]);
-    TU_CALL(mdf_model_config_set, c, "r0", text[2]);
-    TU_CALL(mdf_model_config_set, c, "cutoff", text[3]);
-    TU_CALL(mdf_model_config_set, c, "shift", shift ? "yes" : "no");
-    mdf_model *m = NULL;
-    TU_CALL(mdf_model_create, c, &m);
-    mdf_model_config_destroy(c);
-    return m;
+    return tu_morse_model(D, a, r0, cutoff, shift);
 }
 
-/* Energies, forces and virials of the frames at their positions, as frames
- * (the batch's order is the frames' order: one shard). */
 static void evaluate(const mdf_frame *frames, size_t n, mdf_model *m, int32_t chunk_atoms, mdf_frame *out)
 {
-    mdf_batch_config bc;
-    mdf_batch_config_init(&bc);
-    bc.nshards = 1;
-    mdf_batch *b = NULL;
-    TU_CALL(mdf_batch_create, frames, n, &bc, &b);
-    mdf_md_config md;
-    mdf_md_config_init(&md);
-    md.steps = 0;
-    md.skin = 0.4;
-    if (chunk_atoms) md.chunk_atoms = chunk_atoms;
-    mdf_md_report rep;
-    TU_CALL(mdf_md_run, b, m, &md, &rep);
-    if (chunk_atoms) assert_true(rep.nchunks > (int)n); /* some system was sliced */
-    for (size_t i = 0; i < n; i++) TU_CALL(mdf_batch_get_frame, b, i, &out[i]);
-    mdf_batch_destroy(b);
+    tu_evaluate(frames, n, m, chunk_atoms, out);
 }
 
 /* ---- loading ------------------------------------------------------------------- */
@@ -416,8 +374,6 @@ static void test_berendsen_nve(void **state)
 static int setup(void **state)
 {
     (void)state;
-    const char *b = getenv("MDF_TEST_BUILDDIR");
-    snprintf(plugin_dir, sizeof plugin_dir, "%s/tests/plugins/.libs", b ? b : ".");
     snprintf(tmpdir, sizeof tmpdir, "/tmp/mdf_test_plugin_XXXXXX");
     return mkdtemp(tmpdir) ? 0 : -1;
 }
