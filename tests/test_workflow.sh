@@ -470,4 +470,29 @@ stray=$(ls -A | grep -E '^\.' | tr '\n' ' ')
 if [ -z "$stray" ]; then pass "mdflow run without output.log writes no log file"; else
     fail "mdflow run without output.log writes no log file" "found: $stray"; fi
 
+# ---- snapshots into a sink by registered name ------------------------------------------
+# output.snapshot_sink {type: hdf5, params: {path: ...}} writes what snapshots: FILE.h5 writes.
+variant snapfile 's/^output: .*/output: {structures: snapfile.xyz, snapshots: snapfile.h5, snapshot_every: 10}/'
+variant snapsink 's/^output: .*/output: {structures: snapsink.xyz, snapshot_sink: {type: hdf5, params: {path: snapsink.h5}}, snapshot_every: 10}/'
+run "$MDFLOW" run snapfile.yaml
+rc_file=$rc
+run "$MDFLOW" run snapsink.yaml
+if [ "$rc_file" -eq 0 ] && [ "$rc" -eq 0 ] && command -v h5dump >/dev/null 2>&1 &&
+    h5dump snapfile.h5 | tail -n +2 >snapfile.dump && h5dump snapsink.h5 | tail -n +2 >snapsink.dump &&
+    [ -s snapsink.dump ] && cmp -s snapfile.dump snapsink.dump; then
+    pass "output.snapshot_sink {type: hdf5, params: {path}} writes what output.snapshots writes"
+else
+    fail "output.snapshot_sink {type: hdf5} = output.snapshots" "exit status $rc_file and $rc"
+    show stderr "$T/stderr"
+fi
+variant sinkunknown 's/^output: .*/output: {structures: x.xyz, snapshot_sink: {type: hdf6}}/'
+run "$MDFLOW" run sinkunknown.yaml
+expect_error "unknown snapshot_sink type" 2 "sinkunknown.yaml:22:" "unknown sink type 'hdf6'" "host, device, hdf5, h5md"
+variant sinkparam 's/^output: .*/output: {structures: x.xyz, snapshot_sink: {type: hdf5, params: {path: s.h5, compression: 12}}}/'
+run "$MDFLOW" run sinkparam.yaml
+expect_error "snapshot_sink parameter out of range" 2 "sinkparam.yaml:22:" "compression" "[0, 9]"
+variant sinkboth 's/^output: .*/output: {structures: x.xyz, snapshots: a.h5, snapshot_sink: {type: hdf5, params: {path: b.h5}}}/'
+run "$MDFLOW" run sinkboth.yaml
+expect_error "snapshots and snapshot_sink together" 2 "sinkboth.yaml:22:" "exclude each other"
+
 finish

@@ -403,6 +403,8 @@ static void print_summary(const mdf_workflow *wf, const mdf_frame_list *input, c
            r->list_slots, (long long)r->overflowed_atoms);
     if (*wf->structures) printf("  final structures (input order): %s\n", wf->structures);
     if (*wf->snapshots) printf("  snapshots every %lld steps: %s\n", (long long)wf->snapshot_every, wf->snapshots);
+    if (wf->has_snapshot_sink)
+        printf("  snapshots every %lld steps: sink %s\n", (long long)wf->snapshot_every, wf->snapshot_sink.type);
     if (*wf->converged)
         printf("  systems leaving stage %s, each once: %s\n", wf->stages[wf->comp[0]].name, wf->converged);
     if (*wf->checkpoint) {
@@ -448,7 +450,11 @@ static mdf_status open_sinks(const mdf_workflow *wf, run_sinks *sk, mdf_error *e
     o.compression = wf->compression;
     o.append = wf->resume;
     mdf_status st = MDF_OK;
-    if (*wf->snapshots)
+    if (wf->has_snapshot_sink) {
+        st = mdf_sink_create_named(wf->snapshot_sink.type, &wf->snapshot_sink.params, &sk->snapshots, err);
+        if (st != MDF_OK)
+            mdf_error_prefix(err, st, "%s:%d: output.snapshot_sink", wf->path, wf->snapshot_sink.line);
+    } else if (*wf->snapshots)
         st = wf_hdf5_kind(wf->snapshots) == 2 ? mdf_sink_create_h5md(wf->snapshots, &o, &sk->snapshots, err)
                                               : mdf_sink_create_hdf5(wf->snapshots, &o, &sk->snapshots, err);
     if (st == MDF_OK && *wf->converged) st = mdf_sink_create_hdf5(wf->converged, &o, &sk->converged, err);

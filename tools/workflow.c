@@ -462,49 +462,84 @@ static mdf_status parse_params(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
     return st;
 }
 
+/* A registered hook's or sink's table by name (kind "hook" or "sink"). */
+typedef struct wf_registered {
+    const char *name;
+    const mdf_param_def *params;
+    size_t params_size;
+} wf_registered;
+
+static int find_registered(const char *kind, const char *name, wf_registered *out)
+{
+    if (!strcmp(kind, "hook")) {
+        const mdf_hook_def *d = mdf_hook_def_find(name);
+        if (d) *out = (wf_registered){d->name, d->params, d->params_size};
+        return d != NULL;
+    }
+    const mdf_sink_def *d = mdf_sink_def_find(name);
+    if (d) *out = (wf_registered){d->name, d->params, d->params_size};
+    return d != NULL;
+}
+
+static void registered_names(const char *kind, char *known, size_t size)
+{
+    int hook = !strcmp(kind, "hook");
+    size_t n = hook ? mdf_hook_def_count() : mdf_sink_def_count();
+    for (size_t k = 0; k < n; k++) append(known, size, hook ? mdf_hook_def_at(k)->name : mdf_sink_def_at(k)->name);
+}
+
+/* {type: NAME, params: {NAME: VALUE}}: a hook or sink by registered name,
+ * its settings checked against its table now (the error names the line). */
+static mdf_status parse_named(wf_ctx *c, yaml_node_t *e, const char *kind, const char *section, wf_named_hook *h)
+{
+    static const char *const keys[] = {"type", "params", NULL};
+    char what[128];
+    snprintf(what, sizeof what, "a %s entry (%s)", kind, section);
+    mdf_param_list_init(&h->params);
+    h->line = line_of(e);
+    yaml_node_t *x = NULL;
+    mdf_status st = check_mapping(c, e, what, keys);
+    if (st == MDF_OK && !(x = lookup(c, e, "type"))) st = missing(c, e, "type", what, "type: NAME");
+    if (st == MDF_OK) st = get_string(c, x, "type", "NAME", h->type, sizeof h->type);
+    wf_registered d = {0};
+    if (st == MDF_OK && !find_registered(kind, h->type, &d)) {
+        char known[WF_LIST_MAX] = "";
+        registered_names(kind, known, sizeof known);
+        st = fail_at(c, x, MDF_ERR_INVALID, "unknown %s type '%s': the registered %ss are %s (a plugin adds "
+                     "more: plugins: [PATH.so])", kind, h->type, kind, *known ? known : "none");
+    }
+    if (st == MDF_OK && (x = lookup(c, e, "params"))) st = check_mapping(c, x, "its params", NULL);
+    if (st != MDF_OK || !x) return st;
+    char owner[96];
+    snprintf(owner, sizeof owner, "%s %s", kind, d.name);
+    void *probe = calloc(1, d.params_size ? d.params_size : 1);
+    if (!probe) return mdf_error_set(c->err, MDF_ERR_NOMEM, "no memory");
+    for (yaml_node_pair_t *p = x->data.mapping.pairs.start; st == MDF_OK && p < x->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);
+        const char *value = NULL;
+        st = param_text(c, v, text_of(k), &value);
+        if (st == MDF_OK && (mdf_params_set(d.params, probe, owner, text_of(k), value, c->err) != MDF_OK ||
+                             mdf_param_list_set(&h->params, text_of(k), value, c->err) != MDF_OK))
+            st = prefix_error(c, k, section, MDF_ERR_INVALID);
+    }
+    free(probe);
+    return st;
+}
+
 /* hooks: [{type: NAME, params: {NAME: VALUE}}]: hooks by registered name,
  * added to the stage after the workflow's own (hooks: at the top). */
 static mdf_status parse_named_hooks(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
 {
-    static const char *const keys[] = {"type", "params", NULL};
     char section[128];
     snprintf(section, sizeof section, "stages.%s.hooks", s->name);
     if (n->type != YAML_SEQUENCE_NODE)
         return fail_at(c, n, MDF_ERR_INVALID, "%s must be a list: write e.g. [{type: NAME, params: {...}}] (a "
                        "plugin registers hooks by name)", section);
     for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
-        yaml_node_t *e = node_at(c, *it), *x = NULL;
+        yaml_node_t *e = node_at(c, *it);
         if (s->nhooks == WF_STAGE_HOOKS)
             return fail_at(c, e, MDF_ERR_INVALID, "%s: at most %d hooks", section, WF_STAGE_HOOKS);
-        wf_named_hook *h = &s->hooks[s->nhooks];
-        mdf_param_list_init(&h->params);
-        h->line = line_of(e);
-        mdf_status st = check_mapping(c, e, "a stage's hooks entry", keys);
-        if (st == MDF_OK && !(x = lookup(c, e, "type"))) st = missing(c, e, "type", "a stage's hooks entry", "type: NAME");
-        if (st == MDF_OK) st = get_string(c, x, "hooks.type", "NAME", h->type, sizeof h->type);
-        const mdf_hook_def *d = st == MDF_OK ? mdf_hook_def_find(h->type) : NULL;
-        if (st == MDF_OK && !d) {
-            char known[WF_LIST_MAX] = "";
-            for (size_t k = 0; k < mdf_hook_def_count(); k++) append(known, sizeof known, mdf_hook_def_at(k)->name);
-            st = fail_at(c, x, MDF_ERR_INVALID, "unknown hook type '%s': the registered hooks are %s (a plugin adds "
-                         "more: plugins: [PATH.so])", h->type, *known ? known : "none");
-        }
-        if (st == MDF_OK && (x = lookup(c, e, "params"))) st = check_mapping(c, x, "a hook's params", NULL);
-        if (st == MDF_OK && x) {
-            char owner[96];
-            snprintf(owner, sizeof owner, "hook %s", d->name);
-            void *probe = calloc(1, d->params_size ? d->params_size : 1);
-            if (!probe) st = mdf_error_set(c->err, MDF_ERR_NOMEM, "no memory");
-            for (yaml_node_pair_t *p = x->data.mapping.pairs.start; st == MDF_OK && p < x->data.mapping.pairs.top; p++) {
-                const yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);
-                const char *value = NULL;
-                st = param_text(c, v, text_of(k), &value);
-                if (st == MDF_OK && (mdf_params_set(d->params, probe, owner, text_of(k), value, c->err) != MDF_OK ||
-                                     mdf_param_list_set(&h->params, text_of(k), value, c->err) != MDF_OK))
-                    st = prefix_error(c, k, section, MDF_ERR_INVALID);
-            }
-            free(probe);
-        }
+        mdf_status st = parse_named(c, e, "hook", section, &s->hooks[s->nhooks]);
         if (st != MDF_OK) return st;
         s->nhooks++;
     }
@@ -730,11 +765,18 @@ int wf_hdf5_kind(const char *path)
 
 static mdf_status parse_output(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 {
-    static const char *const keys[] = {"structures", "log", "log_every", "snapshots", "snapshot_every",
-                                       "converged", "compression", NULL};
+    static const char *const keys[] = {"structures", "log", "log_every", "snapshots", "snapshot_sink",
+                                       "snapshot_every", "converged", "compression", NULL};
     mdf_status st = check_mapping(c, n, "output", keys);
     yaml_node_t *x;
     wf->output_line = line_of(n);
+    if (st == MDF_OK && (x = lookup(c, n, "snapshot_sink"))) {
+        if (lookup(c, n, "snapshots"))
+            st = fail_at(c, x, MDF_ERR_INVALID, "output.snapshot_sink and output.snapshots exclude each other: "
+                         "snapshots: FILE names a file, snapshot_sink: {type: NAME, params: {...}} a registered sink");
+        if (st == MDF_OK) st = parse_named(c, x, "sink", "output.snapshot_sink", &wf->snapshot_sink);
+        if (st == MDF_OK) wf->has_snapshot_sink = 1;
+    }
     if (st == MDF_OK && (x = lookup(c, n, "snapshots"))) {
         st = get_string(c, x, "output.snapshots", "snapshots.h5", wf->snapshots, sizeof wf->snapshots);
         if (st == MDF_OK && !wf_hdf5_kind(wf->snapshots))

@@ -27,8 +27,9 @@
 #define WF_NAME_MAX 64
 #define WF_STAGE_HOOKS 8    /* hooks by registered name per stage */
 
-/* A hook of a stage's `hooks:` list, created by its registered name
- * (mdf_hook_create_named) with its settings. */
+/* A hook of a stage's `hooks:` list or the output's snapshot sink, created
+ * by its registered name (mdf_hook_create_named, mdf_sink_create_named)
+ * with its settings. */
 typedef struct wf_named_hook {
     char type[WF_NAME_MAX];
     mdf_param_list params;
@@ -85,6 +86,8 @@ typedef struct mdf_workflow {
     char log[WF_PATH_MAX];         /* "" : none */
     int64_t log_every;
     char snapshots[WF_PATH_MAX];   /* "" : none; .h5md (or a "{id}" pattern): H5MD, else CSR HDF5 */
+    int has_snapshot_sink;         /* output.snapshot_sink: the snapshots go to a sink by registered name */
+    wf_named_hook snapshot_sink;   /* its type and settings (mdf_sink_create_named) */
     int64_t snapshot_every;
     char converged[WF_PATH_MAX];   /* "" : none; CSR HDF5 of systems leaving the first stage */
     int compression;               /* deflate level of HDF5 outputs, 0-9 */
