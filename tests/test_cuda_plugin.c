@@ -78,10 +78,26 @@ static double scale_of(const double *x, int64_t n)
     return s;
 }
 
+/* The "virial" info key (batch.c writes nine numbers when it is fresh). */
+static void virial_of(const mdf_frame *f, size_t i, double w[9])
+{
+    const char *t = mdf_frame_get_info(f, "virial");
+    if (!t) fail_msg("system %zu: no virial", i);
+    if (sscanf(t, "%lf %lf %lf %lf %lf %lf %lf %lf %lf", w, w + 1, w + 2, w + 3, w + 4, w + 5, w + 6, w + 7, w + 8) != 9)
+        fail_msg("system %zu: virial '%s' is not nine numbers", i, t);
+}
+
 static void compare_point(const mdf_frame *c, const mdf_frame *g, size_t i)
 {
     if (tu_reldiff(c->energy, g->energy, 1e-12) > 1e-10)
         fail_msg("system %zu: energy CPU %.17g GPU %.17g", i, c->energy, g->energy);
+    double wc[9], wg[9], scale = 0.0;
+    virial_of(c, i, wc);
+    virial_of(g, i, wg);
+    for (int k = 0; k < 9; k++) scale = fmax(scale, fabs(wc[k]));
+    for (int k = 0; k < 9; k++)
+        if (fabs(wc[k] - wg[k]) > 1e-10 * scale)
+            fail_msg("system %zu: virial[%d] CPU %.17g GPU %.17g", i, k, wc[k], wg[k]);
     for (int64_t k = 0; k < 3 * c->natoms; k++)
         if (fabs(c->forces[k] - g->forces[k]) > 1e-9)
             fail_msg("system %zu: force component %lld CPU %.17g GPU %.17g", i, (long long)k, c->forces[k],

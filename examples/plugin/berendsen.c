@@ -83,7 +83,10 @@ static int submit(struct starpu_codelet *cl, const berendsen_args *a, const star
     berendsen_args *copy = malloc(sizeof *copy);
     if (!task || !copy) {
         free(copy);
-        if (task) starpu_task_destroy(task);
+        if (task) {
+            task->destroy = 0; /* never submitted: StarPU refuses to destroy a task marked destroy and detach */
+            starpu_task_destroy(task);
+        }
         return -ENOMEM;
     }
     *copy = *a;

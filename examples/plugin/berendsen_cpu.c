@@ -17,7 +17,7 @@ void berendsen_pre_cpu(void *buffers[], void *cl_arg)
         if (sys[s].status != a->status) continue;
         for (int32_t at = sys[s].atom_start; at < sys[s].atom_start + sys[s].natoms; at++)
             if (berendsen_moves(&atoms[at]))
-                berendsen_kick_drift(x + 3 * at, v + 3 * at, f + 3 * at, atoms[at].inv_mass, a->dt);
+                berendsen_kick_drift(x + 3 * (size_t)at, v + 3 * (size_t)at, f + 3 * (size_t)at, atoms[at].inv_mass, a->dt);
     }
 }
 
@@ -36,10 +36,10 @@ void berendsen_post_cpu(void *buffers[], void *cl_arg)
         double K = 0.0;
         for (int32_t at = a0; at < a1; at++)
             if (berendsen_moves(&atoms[at]))
-                K += berendsen_kick(v + 3 * at, f + 3 * at, atoms[at].mass, atoms[at].inv_mass, a->dt);
+                K += berendsen_kick(v + 3 * (size_t)at, f + 3 * (size_t)at, atoms[at].mass, atoms[at].inv_mass, a->dt);
         double lambda = berendsen_finish(&sys[s], &res[s], &st[s], K, a);
         for (int32_t at = a0; at < a1; at++)
             if (berendsen_moves(&atoms[at]))
-                for (int k = 0; k < 3; k++) v[3 * at + k] *= lambda;
+                for (int k = 0; k < 3; k++) v[3 * (size_t)at + k] *= lambda;
     }
 }

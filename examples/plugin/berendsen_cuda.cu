@@ -24,7 +24,7 @@ __global__ void berendsen_pre_kernel(double *x, double *v, const double *f, cons
                                      const mdf_sys_info *sys, const berendsen_args a)
 {
     int32_t at = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
-    if (active(atoms, sys, at, a)) berendsen_kick_drift(x + 3 * at, v + 3 * at, f + 3 * at, atoms[at].inv_mass, a.dt);
+    if (active(atoms, sys, at, a)) berendsen_kick_drift(x + 3 * (size_t)at, v + 3 * (size_t)at, f + 3 * (size_t)at, atoms[at].inv_mass, a.dt);
 }
 
 __global__ void __launch_bounds__(MDF_SEG_BLOCK)
@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(MDF_SEG_BLOCK)
     int32_t at = (int32_t)(blockIdx.x * MDF_SEG_BLOCK + threadIdx.x);
     double ke[1] = {0.0};
     if (active(atoms, sys, at, a))
-        ke[0] = berendsen_kick(v + 3 * at, f + 3 * at, atoms[at].mass, atoms[at].inv_mass, a.dt);
+        ke[0] = berendsen_kick(v + 3 * (size_t)at, f + 3 * (size_t)at, atoms[at].mass, atoms[at].inv_mass, a.dt);
     mdf_seg_block<1>(ke, at, at < a.natoms ? atoms[at].sys : -1, sys, parts); /* every thread */
 }
 
