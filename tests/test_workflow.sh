@@ -472,8 +472,10 @@ if [ -z "$stray" ]; then pass "mdflow run without output.log writes no log file"
 
 # ---- snapshots into a sink by registered name ------------------------------------------
 # output.snapshot_sink {type: hdf5, params: {path: ...}} writes what snapshots: FILE.h5 writes.
-variant snapfile 's/^output: .*/output: {structures: snapfile.xyz, snapshots: snapfile.h5, snapshot_every: 10}/'
-variant snapsink 's/^output: .*/output: {structures: snapsink.xyz, snapshot_sink: {type: hdf5, params: {path: snapsink.h5}}, snapshot_every: 10}/'
+# Checkpoints make both runs' course independent of timing (refill points
+# then always refill), so their snapshots can be compared byte for byte.
+variant snapfile 's/^output: .*/output: {structures: snapfile.xyz, snapshots: snapfile.h5, snapshot_every: 10}/; s/^seed: 3/seed: 3\ncheckpoint: {path: snapfile.ck.h5, every: 10}/'
+variant snapsink 's/^output: .*/output: {structures: snapsink.xyz, snapshot_sink: {type: hdf5, params: {path: snapsink.h5}}, snapshot_every: 10}/; s/^seed: 3/seed: 3\ncheckpoint: {path: snapsink.ck.h5, every: 10}/'
 run "$MDFLOW" run snapfile.yaml
 rc_file=$rc
 run "$MDFLOW" run snapsink.yaml
