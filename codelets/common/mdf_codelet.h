@@ -9,6 +9,7 @@
 
 #include <starpu.h>
 #include <stdint.h>
+#include "mdflow/extension.h"
 
 /* configure decides whether the CUDA codelets are compiled (MDF_USE_CUDA in
  * config.h, exactly when the StarPU found has CUDA). Every codelet's glue
@@ -37,9 +38,6 @@
 size_t mdf_blob_padded(size_t bytes);
 void mdf_blob_register(starpu_data_handle_t *handle, int home, uintptr_t ptr, size_t bytes);
 
-/* Footprint of a task from its leading `work` field. */
-uint32_t mdf_footprint_by_work(struct starpu_task *task);
-
 /* A history-based model keyed by work size. */
 #define MDF_PERFMODEL(var, name)                                                                   \
     static struct starpu_perfmodel var = {                                                        \
@@ -48,12 +46,7 @@ uint32_t mdf_footprint_by_work(struct starpu_task *task);
         .footprint = mdf_footprint_by_work,                                                       \
     }
 
-/* Inserts a task with a heap copy of args (StarPU frees it) and the given
- * handles. modes are used only by codelets with STARPU_VARIABLE_NBUFFERS
- * (others declare theirs); pass NULL otherwise. Returns 0 or StarPU's
- * error code. */
-int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, int nbuffers,
-               const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes,
-               const char *name);
+/* mdf_footprint_by_work and mdf_submit are public (plugins' codelets use
+ * them too): mdflow/extension.h. */
 
 #endif

@@ -4,8 +4,6 @@
  * accessors of mdflow/extension.h (the shard's handles, its counts, the
  * stage's settings). See berendsen_kernel.h for the physics. */
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 #include <starpu.h>
 #include "mdflow/units.h"
 #include "berendsen.h"
@@ -20,21 +18,12 @@ static const mdf_param_def berendsen_param_defs[] = {
                      "relaxation time of the temperature (dt/tau_fs of the gap closes per step)"),
     MDF_PARAM_END};
 
-/* The performance models' footprint: ~10% wide bins of the shard's atom
- * count (the args' first field), so that StarPU's history-based models
- * learn a cost per size class and dmda can place shards of any size. */
-static uint32_t berendsen_footprint(struct starpu_task *task)
-{
-    int64_t work = 0;
-    if (task->cl_arg && task->cl_arg_size >= sizeof work) memcpy(&work, task->cl_arg, sizeof work);
-    uint32_t bin = work > 0 ? (uint32_t)lrint(log((double)work) / log(1.1)) : 0u;
-    return starpu_hash_crc32c_be(bin, 0);
-}
-
+/* History-based performance models keyed by the shard's atom count (the
+ * args' first field, `work`), so that dmda can place shards of any size. */
 static struct starpu_perfmodel berendsen_pre_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "berendsen_pre", .footprint = berendsen_footprint};
+    .type = STARPU_HISTORY_BASED, .symbol = "berendsen_pre", .footprint = mdf_footprint_by_work};
 static struct starpu_perfmodel berendsen_post_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "berendsen_post", .footprint = berendsen_footprint};
+    .type = STARPU_HISTORY_BASED, .symbol = "berendsen_post", .footprint = mdf_footprint_by_work};
 
 #ifdef PLUGIN_WITH_CUDA
 #define CUDA_FUNC(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
@@ -75,41 +64,12 @@ static berendsen_args args_of(const mdf_method_ctx *c)
                             .natoms = mdf_method_natoms(c)};
 }
 
-/* One task of codelet cl on the handles, with a copy of the arguments
- * (StarPU frees it with the task). Returns 0 or StarPU's error code. */
-static int submit(struct starpu_codelet *cl, const berendsen_args *a, const starpu_data_handle_t *h, int n)
-{
-    struct starpu_task *task = starpu_task_create();
-    berendsen_args *copy = malloc(sizeof *copy);
-    if (!task || !copy) {
-        free(copy);
-        if (task) {
-            task->destroy = 0; /* never submitted: StarPU refuses to destroy a task marked destroy and detach */
-            starpu_task_destroy(task);
-        }
-        return -ENOMEM;
-    }
-    *copy = *a;
-    task->cl = cl;
-    task->cl_arg = copy;
-    task->cl_arg_size = sizeof *copy;
-    task->cl_arg_free = 1;
-    task->name = cl->name;
-    for (int k = 0; k < n; k++) STARPU_TASK_SET_HANDLE(task, h[k], k);
-    int ret = starpu_task_submit(task);
-    if (ret != 0) { /* not submitted: destroy it here (it frees the copy) */
-        task->destroy = 0;
-        starpu_task_destroy(task);
-    }
-    return ret;
-}
-
 static int berendsen_pre(const mdf_method_ctx *c)
 {
     berendsen_args a = args_of(c);
     starpu_data_handle_t h[] = {mdf_method_pos(c), mdf_method_vel(c), mdf_method_force(c), mdf_method_atoms(c),
                                 mdf_method_sys(c)};
-    return submit(&berendsen_pre_cl, &a, h, 5);
+    return mdf_submit(&berendsen_pre_cl, &a, sizeof a, 5, h, NULL, berendsen_pre_cl.name);
 }
 
 static int berendsen_post(const mdf_method_ctx *c)
@@ -117,7 +77,7 @@ static int berendsen_post(const mdf_method_ctx *c)
     berendsen_args a = args_of(c);
     starpu_data_handle_t h[] = {mdf_method_vel(c), mdf_method_force(c), mdf_method_atoms(c),
                                 mdf_method_sys(c), mdf_method_res(c),   mdf_method_state(c)};
-    return submit(&berendsen_post_cl, &a, h, 6);
+    return mdf_submit(&berendsen_post_cl, &a, sizeof a, 6, h, NULL, berendsen_post_cl.name);
 }
 
 const mdf_method berendsen_method = {

@@ -29,6 +29,24 @@ extern "C" {
  * a codelet's buffer layout changes incompatibly. */
 #define MDFLOW_API_VERSION 1
 
+/* ==== helpers for an extension's own codelets ================================
+ *
+ * What the built-in codelets use, for a method's or hook's codelets too. */
+
+/* A performance-model footprint for tasks whose cl_arg starts with an
+ * int64_t `work` (atoms, or atoms × neighbour slots): ~10% wide bins of it,
+ * so that STARPU_HISTORY_BASED models learn a cost per size class and the
+ * dmda-family schedulers can place shards of any size. */
+uint32_t mdf_footprint_by_work(struct starpu_task *task);
+
+/* Submits one task of codelet cl on the handles with a heap copy of args
+ * (StarPU frees it with the task). modes are read only for codelets with
+ * STARPU_VARIABLE_NBUFFERS (others declare theirs; pass NULL). A task
+ * StarPU refuses is freed here. Returns 0 or StarPU's error code. */
+int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, int nbuffers,
+               const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes,
+               const char *name);
+
 /* ==== methods: integrators and optimisers ===================================
  *
  * A method's step for one shard is two task submissions around the model:
