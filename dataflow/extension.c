@@ -471,22 +471,11 @@ int mdf_model_config_has_param(const mdf_model_config *c, const char *name)
     return mdf_params_find(c->def->params, name) != NULL;
 }
 
-/* Checks name against a table now, so the error comes where it was given. */
-static mdf_status check_known(const mdf_param_def *defs, const char *owner, const char *name, const char *value,
-                              size_t size, mdf_error *err)
-{
-    void *probe = calloc(1, size ? size : 1);
-    if (!probe) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory");
-    mdf_status st = mdf_params_set(defs, probe, owner, name, value, err);
-    free(probe);
-    return st;
-}
-
 mdf_status mdf_model_config_set(mdf_model_config *c, const char *name, const char *value, mdf_error *err)
 {
     char owner[96];
     snprintf(owner, sizeof owner, "model %s", c->def->name);
-    mdf_status st = check_known(c->def->params, owner, name, value, c->def->params_size, err);
+    mdf_status st = mdf_params_check_setting(c->def->params, owner, name, value, err);
     return st != MDF_OK ? st : mdf_param_list_set(&c->params, name, value, err);
 }
 
@@ -509,31 +498,35 @@ static mdf_status row_for(model_row *rows, int *n, int za, int zb, const char *w
     return MDF_OK;
 }
 
+/* A per-element (kind "per-element", zb 0) or per-pair parameter: checked
+ * against the def's table now, kept in the row of its element(s). */
+static mdf_status set_row(mdf_model_config *c, const char *kind, const mdf_param_def *defs, model_row *rows, int *n,
+                          int za, int zb, const char *name, const char *value, mdf_error *err)
+{
+    char owner[96];
+    snprintf(owner, sizeof owner, "model %s (%s parameters)", c->def->name, kind);
+    if (!defs) return mdf_error_set(err, MDF_ERR_INVALID, "model %s takes no %s parameters", c->def->name, kind);
+    mdf_status st = mdf_params_check_setting(defs, owner, name, value, err);
+    model_row *r = NULL;
+    if (st == MDF_OK) st = row_for(rows, n, za, zb, owner, &r, err);
+    return st != MDF_OK ? st : mdf_param_list_set(&r->p, name, value, err);
+}
+
 mdf_status mdf_model_config_set_species(mdf_model_config *c, int z, const char *name, const char *value,
                                         mdf_error *err)
 {
-    char owner[96];
-    snprintf(owner, sizeof owner, "model %s (per-element parameters)", c->def->name);
-    if (!c->def->species_params)
-        return mdf_error_set(err, MDF_ERR_INVALID, "model %s takes no per-element parameters", c->def->name);
-    mdf_status st = check_known(c->def->species_params, owner, name, value, c->def->species_size, err);
-    model_row *r = NULL;
-    if (st == MDF_OK) st = row_for(c->species, &c->nspecies, z, 0, owner, &r, err);
-    return st != MDF_OK ? st : mdf_param_list_set(&r->p, name, value, err);
+    return set_row(c, "per-element", c->def->species_params, c->species, &c->nspecies, z, 0,
+                   name, value, err);
 }
 
 mdf_status mdf_model_config_set_pair(mdf_model_config *c, int za, int zb, const char *name, const char *value,
                                      mdf_error *err)
 {
-    char owner[96];
-    snprintf(owner, sizeof owner, "model %s (per-pair parameters)", c->def->name);
-    if (!c->def->pair_params)
-        return mdf_error_set(err, MDF_ERR_INVALID, "model %s takes no per-pair parameters", c->def->name);
-    if (zb < 1) return mdf_error_set(err, MDF_ERR_INVALID, "%s: atomic number %d is not an element", owner, zb);
-    mdf_status st = check_known(c->def->pair_params, owner, name, value, c->def->pair_size, err);
-    model_row *r = NULL;
-    if (st == MDF_OK) st = row_for(c->pairs, &c->npairs, za, zb, owner, &r, err);
-    return st != MDF_OK ? st : mdf_param_list_set(&r->p, name, value, err);
+    if (zb < 1 && c->def->pair_params)
+        return mdf_error_set(err, MDF_ERR_INVALID, "model %s (per-pair parameters): atomic number %d is not an element",
+                             c->def->name, zb);
+    return set_row(c, "per-pair", c->def->pair_params, c->pairs, &c->npairs, za, zb, name, value,
+                   err);
 }
 
 /* The blocks of every row: a per-element or per-pair parameter not given
