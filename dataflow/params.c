@@ -124,10 +124,13 @@ static void list_names(const mdf_param_def *defs, char *buf, size_t size)
     }
 }
 
-mdf_status mdf_params_set(const mdf_param_def *defs, void *block, const char *owner, const char *name,
-                          const char *value, mdf_error *err)
+/* Finds name in defs and reads value for it: *out the entry, *v the number
+ * (strings: their length checked only). Every message names the parameter
+ * and its owner. */
+static mdf_status parse_setting(const mdf_param_def *defs, const char *owner, const char *name, const char *value,
+                                const mdf_param_def **out, double *v, mdf_error *err)
 {
-    const mdf_param_def *d = mdf_params_find(defs, name);
+    const mdf_param_def *d = *out = mdf_params_find(defs, name);
     if (!d) {
         if (mdf_params_count(defs) == 0)
             return mdf_error_set(err, MDF_ERR_INVALID, "unknown parameter '%s': %s takes no parameters", name, owner);
@@ -136,27 +139,43 @@ mdf_status mdf_params_set(const mdf_param_def *defs, void *block, const char *ow
         return mdf_error_set(err, MDF_ERR_INVALID, "unknown parameter '%s' of %s: its parameters are %s", name,
                              owner, names);
     }
-    double v;
     if (d->type == MDF_PARAM_TYPE_STRING) {
         if (strlen(value) >= MDF_PARAM_STRING_MAX)
             return mdf_error_set(err, MDF_ERR_INVALID, "parameter %s of %s: the text is longer than %d characters",
                                  name, owner, MDF_PARAM_STRING_MAX - 1);
-        snprintf((char *)block + d->offset, MDF_PARAM_STRING_MAX, "%s", value);
         return MDF_OK;
     }
     if (d->type == MDF_PARAM_TYPE_BOOL) {
-        if (!parse_bool(value, &v))
+        if (!parse_bool(value, v))
             return mdf_error_set(err, MDF_ERR_INVALID, "parameter %s of %s: '%s' is not true or false", name, owner,
                                  value);
-    } else if (!parse_number(value, &v)) {
+    } else if (!parse_number(value, v)) {
         return mdf_error_set(err, MDF_ERR_INVALID, "parameter %s of %s: '%s' is not a number", name, owner, value);
-    } else if (d->type == MDF_PARAM_TYPE_INT && (v != floor(v) || fabs(v) > (double)INT32_MAX)) {
+    } else if (d->type == MDF_PARAM_TYPE_INT && (*v != floor(*v) || fabs(*v) > (double)INT32_MAX)) {
         return mdf_error_set(err, MDF_ERR_INVALID, "parameter %s of %s: '%s' is not a whole number", name, owner,
                              value);
     }
-    if (!in_range(d, v)) return out_of_range(d, owner, value, err);
-    store(d, block, v);
+    return in_range(d, *v) ? MDF_OK : out_of_range(d, owner, value, err);
+}
+
+mdf_status mdf_params_set(const mdf_param_def *defs, void *block, const char *owner, const char *name,
+                          const char *value, mdf_error *err)
+{
+    const mdf_param_def *d;
+    double v = 0.0;
+    mdf_status st = parse_setting(defs, owner, name, value, &d, &v, err);
+    if (st != MDF_OK) return st;
+    if (d->type == MDF_PARAM_TYPE_STRING) snprintf((char *)block + d->offset, MDF_PARAM_STRING_MAX, "%s", value);
+    else store(d, block, v);
     return MDF_OK;
+}
+
+mdf_status mdf_params_check_setting(const mdf_param_def *defs, const char *owner, const char *name,
+                                    const char *value, mdf_error *err)
+{
+    const mdf_param_def *d;
+    double v = 0.0;
+    return parse_setting(defs, owner, name, value, &d, &v, err);
 }
 
 mdf_status mdf_params_check(const mdf_param_def *defs, const void *block, const char *owner, mdf_error *err)

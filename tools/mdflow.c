@@ -432,10 +432,7 @@ static mdf_status set_method_param(md_options *o, const char *name, const char *
     const mdf_method *m = o->method;
     char owner[96];
     snprintf(owner, sizeof owner, "method %s", m->name);
-    void *probe = calloc(1, m->params_size ? m->params_size : 1);
-    if (!probe) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory");
-    mdf_status st = mdf_params_set(m->params, probe, owner, name, value, err);
-    free(probe);
+    mdf_status st = mdf_params_check_setting(m->params, owner, name, value, err);
     if (st == MDF_OK) st = mdf_param_list_set(&o->md.method_params, name, value, err);
     return st != MDF_OK ? mdf_error_prefix(err, st, "%s", what) : MDF_OK;
 }

@@ -66,13 +66,11 @@ mdf_status runner_model_init(runner_model *m, const char *name, mdf_error *err)
     return MDF_OK;
 }
 
-/* The table and block size of one kind of row, and its owner for messages. */
-static const mdf_param_def *row_table(const mdf_model_def *d, runner_row kind, size_t *size, char *owner,
-                                      size_t owner_size)
+/* The table of one kind of row, and its owner for messages. */
+static const mdf_param_def *row_table(const mdf_model_def *d, runner_row kind, char *owner, size_t owner_size)
 {
     static const char *const what[] = {"", " (per-element parameters)", " (per-pair parameters)"};
     snprintf(owner, owner_size, "model %s%s", d->name, what[kind]);
-    *size = kind == RUNNER_SCALAR ? d->params_size : kind == RUNNER_SPECIES ? d->species_size : d->pair_size;
     return kind == RUNNER_SCALAR ? d->params : kind == RUNNER_SPECIES ? d->species_params : d->pair_params;
 }
 
@@ -82,8 +80,7 @@ mdf_status runner_model_add(runner_model *m, runner_row kind, int za, int zb, co
     const mdf_model_def *d = mdf_model_def_find(m->name);
     if (!d) return mdf_error_set(err, MDF_ERR_INVALID, "model '%s' is not registered", m->name);
     char owner[128];
-    size_t size = 0;
-    const mdf_param_def *defs = row_table(d, kind, &size, owner, sizeof owner);
+    const mdf_param_def *defs = row_table(d, kind, owner, sizeof owner);
     if (kind != RUNNER_SCALAR && !defs)
         return mdf_error_set(err, MDF_ERR_INVALID, "model %s takes no %s parameters (mdflow models lists what it "
                              "takes)", d->name, kind == RUNNER_SPECIES ? "per-element" : "per-pair");
@@ -93,10 +90,7 @@ mdf_status runner_model_add(runner_model *m, runner_row kind, int za, int zb, co
     if (strlen(name) >= MDF_PARAM_NAME_MAX || strlen(value) >= MDF_PARAM_VALUE_MAX)
         return mdf_error_set(err, MDF_ERR_INVALID, "%s: parameter '%.40s' or its value is longer than %d characters",
                              owner, name, MDF_PARAM_VALUE_MAX - 1);
-    void *probe = calloc(1, size ? size : 1);
-    if (!probe) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory");
-    mdf_status st = mdf_params_set(defs, probe, owner, name, value, err);
-    free(probe);
+    mdf_status st = mdf_params_check_setting(defs, owner, name, value, err);
     if (st != MDF_OK) return st;
     if (m->n == RUNNER_MODEL_SETTINGS)
         return mdf_error_set(err, MDF_ERR_INVALID, "more than %d model settings: %s is one too many",

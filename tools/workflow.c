@@ -444,8 +444,6 @@ static mdf_status parse_params(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
     const mdf_method *m = mdf_method_find(s->method);
     char owner[96];
     snprintf(owner, sizeof owner, "method %s", s->method);
-    void *probe = st == MDF_OK ? calloc(1, m->params_size ? m->params_size : 1) : NULL;
-    if (st == MDF_OK && !probe) st = mdf_error_set(c->err, MDF_ERR_NOMEM, "no memory");
     for (yaml_node_pair_t *p = n->data.mapping.pairs.start; st == MDF_OK && p < n->data.mapping.pairs.top; p++) {
         const yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);
         char what[192];
@@ -453,12 +451,11 @@ static mdf_status parse_params(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
         const char *value = NULL;
         st = mdf_params_find(m->params, text_of(k)) ? param_text(c, v, what, &value) : MDF_OK;
         /* An unknown name: the library's message lists the valid ones. */
-        if (st == MDF_OK && mdf_params_set(m->params, probe, owner, text_of(k), value ? value : "0", c->err) != MDF_OK)
+        if (st == MDF_OK && mdf_params_check_setting(m->params, owner, text_of(k), value ? value : "0", c->err) != MDF_OK)
             st = prefix_error(c, value ? v : k, section, MDF_ERR_INVALID);
         if (st == MDF_OK && mdf_param_list_set(&s->cfg.method_params, text_of(k), value, c->err) != MDF_OK)
             st = prefix_error(c, v, section, MDF_ERR_INVALID);
     }
-    free(probe);
     return st;
 }
 
@@ -512,17 +509,14 @@ static mdf_status parse_named(wf_ctx *c, yaml_node_t *e, const char *kind, const
     if (st != MDF_OK || !x) return st;
     char owner[96];
     snprintf(owner, sizeof owner, "%s %s", kind, d.name);
-    void *probe = calloc(1, d.params_size ? d.params_size : 1);
-    if (!probe) return mdf_error_set(c->err, MDF_ERR_NOMEM, "no memory");
     for (yaml_node_pair_t *p = x->data.mapping.pairs.start; st == MDF_OK && p < x->data.mapping.pairs.top; p++) {
         const yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);
         const char *value = NULL;
         st = param_text(c, v, text_of(k), &value);
-        if (st == MDF_OK && (mdf_params_set(d.params, probe, owner, text_of(k), value, c->err) != MDF_OK ||
+        if (st == MDF_OK && (mdf_params_check_setting(d.params, owner, text_of(k), value, c->err) != MDF_OK ||
                              mdf_param_list_set(&h->params, text_of(k), value, c->err) != MDF_OK))
             st = prefix_error(c, k, section, MDF_ERR_INVALID);
     }
-    free(probe);
     return st;
 }
 

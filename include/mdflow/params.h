@@ -72,6 +72,11 @@ void mdf_params_defaults(const mdf_param_def *defs, void *block);
 mdf_status mdf_params_set(const mdf_param_def *defs, void *block, const char *owner, const char *name,
                           const char *value, mdf_error *err);
 
+/* What mdf_params_set would say of name=value, without a block to set:
+ * for settings kept as text until the extension's block exists. */
+mdf_status mdf_params_check_setting(const mdf_param_def *defs, const char *owner, const char *name,
+                                    const char *value, mdf_error *err);
+
 /* Checks every value of block against its range (the first that fails). */
 mdf_status mdf_params_check(const mdf_param_def *defs, const void *block, const char *owner, mdf_error *err);
 
