@@ -39,18 +39,8 @@ mdf_model *tu_morse_model(double D, double a, double r0, double cutoff, int shif
 
 void tu_evaluate(const mdf_frame *frames, size_t n, mdf_model *m, int32_t chunk_atoms, mdf_frame *out)
 {
-    mdf_batch_config bc;
-    mdf_batch_config_init(&bc);
-    bc.nshards = 1;
-    mdf_batch *b = NULL;
-    TU_CALL(mdf_batch_create, frames, n, &bc, &b);
-    mdf_md_config md;
-    mdf_md_config_init(&md);
-    md.steps = 0;
-    md.skin = 0.4;
-    if (chunk_atoms) md.chunk_atoms = chunk_atoms;
     mdf_md_report rep;
-    TU_CALL(mdf_md_run, b, m, &md, &rep);
+    mdf_batch *b = tu_single_point(frames, n, m, chunk_atoms, 0.4, &rep);
     if (chunk_atoms) assert_true(rep.nchunks > (int)n); /* some system was sliced */
     for (size_t i = 0; i < n; i++) TU_CALL(mdf_batch_get_frame, b, i, &out[i]);
     mdf_batch_destroy(b);

@@ -126,19 +126,9 @@ typedef struct results {
 
 static results evaluate(const mdf_frame *frames, size_t n, mdf_model *m, int32_t chunk_atoms)
 {
-    mdf_batch_config bc;
-    mdf_batch_config_init(&bc);
-    bc.nshards = 1;
-    mdf_batch *b = NULL;
-    TU_CALL(mdf_batch_create, frames, n, &bc, &b);
-    mdf_md_config md;
-    mdf_md_config_init(&md);
-    md.steps = 0; /* forces, energies and virials at the given positions */
-    md.skin = 0.5;
-    if (chunk_atoms) md.chunk_atoms = chunk_atoms;
     results r = {.n = n, .energy = calloc(n, sizeof(double)), .virial = calloc(9 * n, sizeof(double)),
                  .forces = calloc(n, sizeof(double *))};
-    TU_CALL(mdf_md_run, b, m, &md, &r.rep);
+    mdf_batch *b = tu_single_point(frames, n, m, chunk_atoms, 0.5, &r.rep);
     for (size_t i = 0; i < n; i++) {
         mdf_system_view v;
         TU_CALL(mdf_batch_get_system, b, i, &v);

@@ -335,3 +335,20 @@ void tu_method_params(mdf_stage_config *cfg, const mdf_param_list *all)
             fail_msg("tu_method_params %s: %s", name, err.message);
     }
 }
+
+mdf_batch *tu_single_point(const mdf_frame *frames, size_t n, mdf_model *m, int32_t chunk_atoms, double skin,
+                           mdf_md_report *rep)
+{
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    bc.nshards = 1;
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, frames, n, &bc, &b);
+    mdf_md_config md;
+    mdf_md_config_init(&md);
+    md.steps = 0;
+    md.skin = skin;
+    if (chunk_atoms) md.chunk_atoms = chunk_atoms;
+    TU_CALL(mdf_md_run, b, m, &md, rep);
+    return b;
+}

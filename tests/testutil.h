@@ -85,6 +85,13 @@ int tu_frame_virial_is_current(const mdf_frame *f, long long sys);
 void tu_param(mdf_param_list *l, const char *name, double value);
 void tu_method_params(mdf_stage_config *cfg, const mdf_param_list *all);
 
+/* Energies, forces and virials at the frames' positions: an mdf_md_run of
+ * 0 steps on one shard (batch order = the frames' order) with this skin and
+ * model chunking (0: automatic). Returns the batch (synchronised); its
+ * report in *rep. */
+mdf_batch *tu_single_point(const mdf_frame *frames, size_t n, mdf_model *m, int32_t chunk_atoms, double skin,
+                           mdf_md_report *rep);
+
 /* Calls fn(args..., &err) and fails the test with the error's message. */
 #define TU_CALL(fn, ...)                                                                               \
     do {                                                                                               \
