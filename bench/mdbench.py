@@ -336,12 +336,17 @@ def run_mdflow(work, tag, cmd):
     return best_of(once)
 
 
+# ["-sf", "opt"] when this LAMMPS has the OPT package (lj/cut/opt): LAMMPS
+# at its best with MPI ranks or serial (set by detect_lammps_modes).
+LMP_OPT = []
+
+
 def lammps_cmd(mode, infile, extra=()):
     if mode == "mpi":
-        return [MPIRUN] + MPI_FLAGS + ["-np", str(NCORES), LMP, "-in", infile] + list(extra)
+        return [MPIRUN] + MPI_FLAGS + ["-np", str(NCORES), LMP] + LMP_OPT + ["-in", infile] + list(extra)
     if mode == "omp":
         return [LMP, "-sf", "omp", "-pk", "omp", str(NCORES), "-in", infile] + list(extra)
-    return [LMP, "-in", infile] + list(extra)
+    return [LMP] + LMP_OPT + ["-in", infile] + list(extra)
 
 
 def run_lammps(work, tag, cmd, logs, steps, env=None):
@@ -391,6 +396,8 @@ def detect_lammps_modes(work):
         raise SystemExit("bench: cannot run LAMMPS '%s': %s" % (LMP, exc))
     pk = re.search(r"Installed packages:\s*\n(.*?)\n\s*\n", h, re.S)
     pkgs = pk.group(1).split() if pk else []
+    global LMP_OPT
+    LMP_OPT = ["-sf", "opt"] if "OPT" in pkgs else []
     if "OPENMP" in pkgs or "USER-OMP" in pkgs:
         modes.append("omp")
     else:
@@ -503,7 +510,7 @@ def case_batched(work, mode):
         with open(pin, "w") as fp:
             fp.write(BATCH_PART_LAMMPS.format(lists=" ".join(names), **fmt))
         plg = os.path.join(work, "batched_part.log")
-        cmd = [MPIRUN] + MPI_FLAGS + ["-np", str(NCORES), LMP, "-partition", "%dx1" % NCORES,
+        cmd = [MPIRUN] + MPI_FLAGS + ["-np", str(NCORES), LMP] + LMP_OPT + ["-partition", "%dx1" % NCORES,
                                       "-in", pin, "-log", plg, "-plog", plg, "-pscreen", "none", "-screen", "none"]
         logs = ["%s.%d" % (plg, k) for k in range(NCORES)]
         part = run_lammps(work, "batched_lammps_partitions", cmd, logs, B_STEPS)
@@ -646,12 +653,13 @@ def main():
         % (MDFLOW, LMP, NCORES, ", ".join(modes), " (%s)" % note if note else "", work))
     results = []
     inlj, mode = case_inlj(work, modes)
+    opt = " -sf opt" if LMP_OPT else " (no OPT package)"
     if mode == "mpi":
-        mode_desc = "LAMMPS: %d MPI ranks (mpirun -np %d)" % (NCORES, NCORES)
+        mode_desc = "LAMMPS: %d MPI ranks (mpirun -np %d%s)" % (NCORES, NCORES, opt)
     elif mode == "omp":
         mode_desc = "LAMMPS: %d OpenMP threads (-sf omp -pk omp %d)" % (NCORES, NCORES)
     else:
-        mode_desc = "LAMMPS: serial"
+        mode_desc = "LAMMPS: serial%s" % opt
     mode_desc += "; mdflow: STARPU_NCPU=%d" % NCORES
     lammps_note = mode_desc + ("; chosen as the faster on in.lj of: " + ", ".join(modes) if len(modes) > 1 else
                                "; the only mode available" + (" (%s)" % note if note else ""))
