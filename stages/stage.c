@@ -456,8 +456,9 @@ static mdf_status submit_census(stage_run *r, int k, int64_t step, mdf_error *er
     return MDF_OK;
 }
 
-/* The error for a system whose cell a method shrank below twice the list
- * radius (MDF_SYS_CELL_TOO_SMALL); `slot` finds its batch index. */
+/* The error for a system whose cell a method shrank below the list radius
+ * over MDF_NL_MAX_REACH (MDF_SYS_CELL_TOO_SMALL); `slot` finds its batch
+ * index. */
 static void small_cell_message(const stage_run *r, int64_t slot, const mdf_sys_info *si, char *msg, size_t n)
 {
     size_t index = 0;
@@ -465,13 +466,12 @@ static void small_cell_message(const stage_run *r, int64_t slot, const mdf_sys_i
     int axis = 0;
     double width = mdf_periodic_width(si, &axis), cutoff = mdf_model_cutoff(r->m);
     snprintf(msg, n,
-             "system %zu (id %lld): the barostat shrank its cell below twice the neighbour-list radius by step "
-             "%lld: its periodic width is %.6g Å along lattice vector %d, but cutoff + skin = %g + %g = %g Å "
-             "needs at least %g Å (beyond that the lists miss pairs and energies are wrong): replicate the cell "
-             "to well over %g Å across (the barostat needs room), lower the cutoff or skin, or lower the target "
-             "pressure",
-             index, (long long)si->id, (long long)si->step, width, axis + 1, cutoff, r->r_list - cutoff, r->r_list,
-             2.0 * r->r_list, 2.0 * r->r_list);
+             "system %zu (id %lld): the barostat shrank its cell by step %lld to a periodic width of %.6g Å "
+             "along lattice vector %d, under 1/%d of cutoff + skin = %g + %g = %g Å (the narrowest cell the "
+             "neighbour lists take is %g Å): the cell collapsed; lower the target pressure or the barostat's "
+             "coupling, or replicate the cell",
+             index, (long long)si->id, (long long)si->step, width, axis + 1, MDF_NL_MAX_REACH, cutoff,
+             r->r_list - cutoff, r->r_list, r->r_list / MDF_NL_MAX_REACH);
 }
 
 /* Stops the run at the first flagged system of the stage's. */

@@ -87,7 +87,9 @@ printf '3\n%s\nAr 0 0 0 39.948\nAr 4 0 0 0\nAr 0 4 0 39.948\n' "$PM" >mass0.xyz
 printf '3\n%s\nAr 0 0 0 39.948\nAr 4 0 0 39.948\nAr 0 4 0 -1.5\n' "$PM" >massneg.xyz
 printf '3\n%s\nAr 0 0 0\nAr 4 0 0\nAr 4 0 0\n' "$P" >overlap.xyz
 printf '2\nLattice="10 0 0 0 10 0 0 0 0" %s pbc="T T T"\nAr 1 1 1\nAr 5 1 1\n' "$P" >zerovolume.xyz
-printf '2\nLattice="10 0 0 0 10 0 0 0 10" %s pbc="T T T"\nAr 1 1 1\nAr 5 1 1\n' "$P" >smallbox.xyz
+printf '2\nLattice="10 0 0 0 10 0 0 0 0.5" %s pbc="T T T"\nAr 1 1 0.2\nAr 5 1 0.2\n' "$P" >smallbox.xyz
+# A 4-atom fcc argon cell (5.26 Å across, under the 8.5 Å default cut-off): runs.
+printf '4\nLattice="5.26 0 0 0 5.26 0 0 0 5.26" %s pbc="T T T"\nAr 0 0 0\nAr 0 2.63 2.63\nAr 2.63 0 2.63\nAr 2.63 2.63 0.1\n' "$P" >smallcell.xyz
 
 # md ARGS...: a short, quiet run.
 # shellcheck disable=SC2317 # called through run
@@ -230,7 +232,10 @@ expect_error "atoms on top of each other" 2 "on top of each other" "system 0" "a
 run md --input zerovolume.xyz
 expect_error "periodic cell of zero volume" 2 "volume" "system 0"
 run md --input smallbox.xyz
-expect_error "box too small for the cutoff" 2 "half the periodic width" "system 0" "<= 5"
+expect_error "box too small for the cutoff" 2 "more than 16 times the periodic width" "system 0" "lattice vector 3"
+run md --input smallcell.xyz --output smallcell.out.xyz
+if [ "$rc" -eq 0 ] && [ -s smallcell.out.xyz ]; then pass "a cell narrower than the cut-off (4-atom fcc argon) runs"; else
+    fail "a cell narrower than the cut-off (4-atom fcc argon) runs" "exit status $rc"; show stderr "$T/stderr"; fi
 run md --input in.xyz --dt -1
 expect_error "--dt -1" 2 "time step"
 run md --input in.xyz --steps abc
@@ -436,26 +441,36 @@ else
 fi
 # A barostat that shrinks the cell below twice the list radius (cutoff 10 +
 # skin 0.5 Å: 21 Å): fcc argon, 4x4x4 cells of 5.30 Å (21.2 Å), at 30,000 bar
-# goes below 21 Å within 5 steps and ends near 19.1 Å, where the lists miss
-# pairs. The run must fail naming the system, the width and the cut-off:
-# caught by the check every 10 steps (and stopped there), or at the end of
-# a shorter run.
+# goes below 21 Å within 5 steps and ends near 19.1 Å. The lists then follow
+# several images of each neighbour (small cells): the run goes on.
 awk 'BEGIN { a = 5.30; n = 4; L = a * n
     printf "%d\nLattice=\"%.2f 0 0 0 %.2f 0 0 0 %.2f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
     split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
     for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
         printf "Ar %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
 }' >fcc530.xyz
+run "$MDFLOW" md --input fcc530.xyz --ensemble npt --temperature 40 --pressure 30000 --tau-p 200 --dt 5 \
+    --lj-cutoff 10 --skin 0.5 --steps 60 --quiet --output shrunk.xyz
+L=$(head -n 2 shrunk.xyz | sed -n 's/.*Lattice="\([0-9.]*\) .*/\1/p')
+if [ "$rc" -eq 0 ] && awk -v L="$L" 'BEGIN { exit !(L < 21.0) }'; then
+    pass "npt shrinking the cell below 2 (cutoff + skin) runs on (box $L A)"; else
+    fail "npt shrinking the cell below 2 (cutoff + skin) runs on" "exit status $rc, box '$L'"; show stderr "$T/stderr"; fi
+# A cell that collapses below (cutoff + skin) / 16, the narrowest the lists
+# take: one argon atom in a 3.8 Å simple cubic cell under a 60 Å cut-off
+# (60.5 / 16 = 3.78 Å) at 300,000 bar. The run must fail naming the system,
+# the width and the cut-off: caught by the check every 10 steps (and stopped
+# there), or at the end of a shorter run.
+printf '1\nLattice="3.8 0 0 0 3.8 0 0 0 3.8" %s pbc="T T T"\nAr 0 0 0\n' "$P" >sc1.xyz
 for steps in 5 3000; do
-    run "$MDFLOW" md --input fcc530.xyz --ensemble npt --temperature 40 --pressure 30000 --tau-p 200 --dt 5 \
-        --lj-cutoff 10 --skin 0.5 --steps "$steps" --quiet --output shrunk.xyz
-    expect_error "npt shrinking the cell below 2 (cutoff + skin), $steps steps" nonzero "system 0 (id 0)" \
-        "periodic width" "cutoff + skin = 10 + 0.5 = 10.5" "21"
+    run "$MDFLOW" md --input sc1.xyz --ensemble npt --temperature 40 --pressure 300000 --tau-p 200 --dt 5 \
+        --lj-cutoff 60 --skin 0.5 --steps "$steps" --quiet --output collapsed.xyz
+    expect_error "npt collapsing the cell below (cutoff + skin) / 16, $steps steps" nonzero "system 0 (id 0)" \
+        "periodic width" "cutoff + skin = 60 + 0.5 = 60.5" "3.78125"
 done
-last=$(grep -o 'mdf_step=[0-9]*' shrunk.xyz | sed 's/.*=//')
+last=$(grep -o 'mdf_step=[0-9]*' collapsed.xyz | sed 's/.*=//')
 # The check at step 10 stops it; steps already in flight (window 8) still finish.
-if [ -n "$last" ] && [ "$last" -le 30 ]; then pass "npt shrinking the cell: the run stops by step 30 (step $last)"; else
-    fail "npt shrinking the cell: the run stops by step 30" "mdf_step of the output: '$last'"; fi
+if [ -n "$last" ] && [ "$last" -le 30 ]; then pass "npt collapsing the cell: the run stops by step 30 (step $last)"; else
+    fail "npt collapsing the cell: the run stops by step 30" "mdf_step of the output: '$last'"; fi
 
 # ---- 6b. silent choices get a warning -------------------------------------------------
 # A pair without parameters of its own takes max(rc_i, rc_j) as cutoff (LAMMPS

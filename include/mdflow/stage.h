@@ -40,7 +40,7 @@ extern "C" {
 #define MDF_SYSTEM_NONFINITE_ENERGY 16
 #define MDF_SYSTEM_BUDGET_EXIT     32  /* left a stage on its step budget, unconverged */
 #define MDF_SYSTEM_ENTERED         64  /* moved into its stage, not yet checked there */
-#define MDF_SYSTEM_CELL_TOO_SMALL  128 /* NPT shrank the cell below 2 (cutoff + skin): the run fails */
+#define MDF_SYSTEM_CELL_TOO_SMALL  128 /* NPT shrank the cell below (cutoff + skin) / 16: the run fails */
 
 /* Stage-wide settings every method may read. A method's own parameters
  * (friction, FIRE's dt, L-BFGS memory, ...) live in its own block, set by
