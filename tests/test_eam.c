@@ -8,7 +8,9 @@
  *   (b) eam (funcfl) with Cu_u3.eam: a jittered Cu crystal;
  *   (c) eam/fs with Al_mm.eam.fs: a jittered Al crystal;
  *   (d) a 2,916-atom crystal, sliced into chunks whose densities are
- *       gathered (the auxiliary pass's gather path).
+ *       gathered (the auxiliary pass's gather path);
+ *   (e) densities beyond the F(rho) table (F continued linearly, as LAMMPS)
+ *       and lists too short for the neighbours (atoms walked from cells).
  * LAMMPS writes forces with %.17g (dump sorted by id) and prints pe and the
  * pressure tensor with %.17g; velocities are zero, so the pressure is the
  * virial: W_ab = P_ab V / nktv2p, nktv2p measured from LAMMPS (as in
@@ -198,6 +200,8 @@ static void lammps_reference(const eam_case *c, const mdf_frame *f, lmp_ref *ref
     if (got != f->natoms) fail_msg("LAMMPS dump holds %lld of %lld atoms", (long long)got, (long long)f->natoms);
 }
 
+static const char *g_density_hint; /* NULL: the model's default */
+
 static mdf_model *eam_model(const char *file)
 {
     char path[1024];
@@ -205,6 +209,7 @@ static mdf_model *eam_model(const char *file)
     mdf_model_config *c;
     TU_CALL(mdf_model_config_create, "eam", &c);
     TU_CALL(mdf_model_config_set, c, "file", path);
+    if (g_density_hint) TU_CALL(mdf_model_config_set, c, "density_hint", g_density_hint);
     mdf_model *m;
     TU_CALL(mdf_model_create, c, &m);
     mdf_model_config_destroy(c);
@@ -319,6 +324,37 @@ static void test_funcfl(void **state)
     for (int k = 0; k < 2; k++) mdf_frame_free(&in[k]);
 }
 
+/* Densities beyond the table (rho > rhomax = 0.25 for Cu_u3 in the core of
+ * a cluster squeezed to a = 2.2 Å): F continues linearly, as in LAMMPS. */
+static void test_beyond_rhomax(void **state)
+{
+    (void)state;
+    static const eam_case cu = {"Cu eam (funcfl), squeezed cluster", "eam", "Cu_u3.eam", 1, {29}};
+    mdf_frame in = tu_fcc(3, 3, 3, 2.2, 29, 0.0, 0.05, 71);
+    in.has_cell = 0;
+    memset(in.cell, 0, sizeof in.cell);
+    memset(in.pbc, 0, sizeof in.pbc);
+    compare(&cu, &in, 1, 0);
+    mdf_frame_free(&in);
+}
+
+/* Lists too short for the neighbours (density_hint tiny): atoms walk their cells. */
+static void test_short_lists(void **state)
+{
+    (void)state;
+    mdf_frame in[2] = {tu_fcc(5, 5, 5, 3.9, 13, 0.1, 0.12, 81), tu_fcc(3, 3, 3, 3.9, 13, 0.0, 0.1, 82)};
+    alloy(&in[0], 0.5, 83);
+    alloy(&in[1], 0.5, 84);
+    in[1].has_cell = 0;
+    memset(in[1].cell, 0, sizeof in[1].cell);
+    memset(in[1].pbc, 0, sizeof in[1].pbc);
+    g_density_hint = "0.0005";
+    compare(&alcu, &in[0], 1, 0);
+    compare(&alcu, &in[1], 1, 0);
+    g_density_hint = NULL;
+    for (int k = 0; k < 2; k++) mdf_frame_free(&in[k]);
+}
+
 static void test_fs(void **state)
 {
     (void)state;
@@ -395,6 +431,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nktv2p),       cmocka_unit_test(test_alloy_crystals), cmocka_unit_test(test_alloy_cluster),
         cmocka_unit_test(test_sliced),       cmocka_unit_test(test_funcfl),         cmocka_unit_test(test_fs),
+        cmocka_unit_test(test_beyond_rhomax), cmocka_unit_test(test_short_lists),
         cmocka_unit_test(test_file_errors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

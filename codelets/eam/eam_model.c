@@ -209,22 +209,29 @@ static mdf_status read_funcfl(eam_reader *r, mdf_eam_params **out, size_t *bytes
     if (st == MDF_OK) st = rd_table(r, fr, nrho, "F(rho)");
     if (st == MDF_OK) st = rd_table(r, zr, nr, "Z(r)");
     if (st == MDF_OK) st = rd_table(r, rh, nr, "rho(r)");
-    if (st == MDF_OK && !(p = eam_alloc(1, nrho, drho, nr, dr, cut, bytes)))
+    /* LAMMPS's file2array for funcfl files: rhomax = (Nrho - 1) drho and
+     * rmax = (Nr - 1) dr, but its grids have int(rhomax / drho + 0.5) and
+     * int(rmax / dr + 0.5) points, one fewer than the file's: F is flat
+     * between the last point and rhomax, then continues linearly. */
+    double rhomax = (nrho - 1) * drho, rmax = (nr - 1) * dr;
+    int gnrho = (int)(rhomax / drho + 0.5), gnr = (int)(rmax / dr + 0.5);
+    if (st == MDF_OK && !(p = eam_alloc(1, gnrho, drho, gnr, dr, cut, bytes)))
         st = mdf_error_set(r->err, MDF_ERR_NOMEM, "no memory for %s", r->path);
     if (st == MDF_OK) {
         p->kind = MDF_EAM_FUNCFL;
+        p->rhomax = rhomax;
         p->elem_of_z[z] = 0;
         p->z_of_elem[0] = z;
-        /* As LAMMPS's file2array for one funcfl file, then array2spline. */
-        for (int m = 1; m <= nrho; m++) tmp[m] = eam_lagrange(fr, nrho, drho, (m - 1) * drho);
-        eam_interpolate(nrho, drho, tmp, eam_mut(p, mdf_eam_frho(p, 0)));
-        for (int m = 1; m <= nr; m++) tmp[m] = eam_lagrange(rh, nr, dr, (m - 1) * dr);
-        eam_interpolate(nr, dr, tmp, eam_mut(p, mdf_eam_rhor(p, 0, 0)));
-        for (int m = 1; m <= nr; m++) {
+        /* Then array2spline. */
+        for (int m = 1; m <= gnrho; m++) tmp[m] = eam_lagrange(fr, nrho, drho, (m - 1) * drho);
+        eam_interpolate(gnrho, drho, tmp, eam_mut(p, mdf_eam_frho(p, 0)));
+        for (int m = 1; m <= gnr; m++) tmp[m] = eam_lagrange(rh, nr, dr, (m - 1) * dr);
+        eam_interpolate(gnr, dr, tmp, eam_mut(p, mdf_eam_rhor(p, 0, 0)));
+        for (int m = 1; m <= gnr; m++) {
             double zri = eam_lagrange(zr, nr, dr, (m - 1) * dr);
             tmp[m] = 27.2 * 0.529 * zri * zri;
         }
-        eam_interpolate(nr, dr, tmp, eam_mut(p, mdf_eam_z2r(p, 0, 0)));
+        eam_interpolate(gnr, dr, tmp, eam_mut(p, mdf_eam_z2r(p, 0, 0)));
         *out = p;
     }
     free(fr);
@@ -347,11 +354,14 @@ mdf_status mdf_eam_read(const char *path, int style, mdf_eam_params **out, size_
 typedef struct eam_scalar {
     char file[MDF_PARAM_STRING_MAX];
     char style[MDF_PARAM_STRING_MAX];
+    double density_hint;
 } eam_scalar;
 
 static const mdf_param_def eam_defs[] = {
     MDF_PARAM_STRING(eam_scalar, file, "LAMMPS EAM potential file (setfl, eam/fs or funcfl)"),
     MDF_PARAM_STRING(eam_scalar, style, "alloy, fs or funcfl (empty: by the file name: .eam.alloy, .eam.fs, .eam)"),
+    MDF_PARAM_DOUBLE(eam_scalar, density_hint, 0.12, 0.0, INFINITY, MDF_PARAM_MIN_OPEN, "1/Å³",
+                     "highest number density expected: sizes the list slots (fcc Cu is 0.085)"),
     MDF_PARAM_END};
 
 static mdf_status eam_setup(const void *params, const mdf_model_species *sp, mdf_model_setup *out, mdf_error *err)
@@ -375,8 +385,7 @@ static mdf_status eam_setup(const void *params, const mdf_model_species *sp, mdf
     out->blob = p;
     out->blob_size = bytes;
     out->cutoff = p->cut;
-    /* Metals: fcc Cu is 0.085 atoms/Å³; room for compression. */
-    out->density_hint = 0.12;
+    out->density_hint = g->density_hint;
     out->all_elements = 0;
     for (int e = 0; e < p->nelem; e++) out->known_z[p->z_of_elem[e]] = 1;
     return MDF_OK;
