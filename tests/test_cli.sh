@@ -648,6 +648,33 @@ if [ "$rc" -eq 0 ] && grep -E '^  lj +Lennard-Jones' "$T/stdout" >/dev/null \
 else
     fail "mdflow models: lj with its parameters (scalar, per element, per pair)" "exit status $rc"; show stdout "$T/stdout"
 fi
+if [ "$rc" -eq 0 ] && grep -E '^  eam +embedded-atom' "$T/stdout" >/dev/null && grep -E '^ +file +' "$T/stdout" >/dev/null; then
+    pass "mdflow models: eam with its file parameter"
+else
+    fail "mdflow models: eam with its file parameter" "exit status $rc"; show stdout "$T/stdout"
+fi
+# The built-in EAM model by name: its file by --param, file errors named.
+run md --input in.xyz --model eam
+expect_error "eam without a file" nonzero "file=PATH"
+run md --input in.xyz --model eam --param file=nothere.eam.alloy
+expect_error "eam with a missing file" nonzero "nothere.eam.alloy"
+eam_pot=${MDF_LAMMPS_POTENTIALS:-/usr/share/lammps/potentials}/Cu_u3.eam
+if [ -r "$eam_pot" ]; then
+    awk 'BEGIN {
+        a = 3.615; n = 5; L = a * n
+        printf "%d\nLattice=\"%.3f 0 0 0 %.3f 0 0 0 %.3f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
+        split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
+        for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
+            printf "Cu %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
+    }' > cu.xyz
+    run md --input cu.xyz --model eam --param "file=$eam_pot" --temperature 300
+    if [ "$rc" -eq 0 ]; then pass "md --model eam --param file=Cu_u3.eam runs"; else
+        fail "md --model eam --param file=Cu_u3.eam runs" "exit status $rc"; show stderr "$T/stderr"; fi
+    run md --input in.xyz --model eam --param "file=$eam_pot"
+    expect_error "eam on an element the file lacks" nonzero "Ar" "eam"
+else
+    echo "# skipped: md --model eam (no $eam_pot)"
+fi
 for args in "--help" "md --help" "relax --help"; do
     # shellcheck disable=SC2086
     run "$MDFLOW" $args
