@@ -6,7 +6,8 @@
  *       random Al/Cu occupation (orthorhombic and triclinic), and an open
  *       Al/Cu cluster (LAMMPS `boundary f f f`);
  *   (b) eam (funcfl) with Cu_u3.eam: a jittered Cu crystal;
- *   (c) eam/fs with Al_mm.eam.fs: a jittered Al crystal;
+ *   (c) eam/fs with Al_mm.eam.fs (a jittered Al crystal) and CuZr_mm.eam.fs
+ *       (random Cu/Zr occupation: the two cross densities differ);
  *   (d) a 2,916-atom crystal, sliced into chunks whose densities are
  *       gathered (the auxiliary pass's gather path);
  *   (e) densities beyond the F(rho) table (F continued linearly, as LAMMPS)
@@ -362,6 +363,18 @@ static void test_fs(void **state)
     mdf_frame in = tu_fcc(5, 5, 5, 4.05, 13, 0.0, 0.12, 61);
     compare(&al, &in, 1, 0);
     mdf_frame_free(&in);
+    /* Two elements: rho_{Cu,Zr} and rho_{Zr,Cu} differ, so reading the
+     * density of i due to j the wrong way round fails. */
+    static const eam_case cuzr = {"CuZr eam/fs", "eam/fs", "CuZr_mm.eam.fs", 2, {29, 40}};
+    mdf_frame mix = tu_fcc(5, 5, 5, 4.1, 29, 0.05, 0.12, 62);
+    uint64_t st = 63;
+    for (int64_t i = 0; i < mix.natoms; i++) mix.numbers[i] = tu_rand(&st) < 0.4 ? 40 : 29;
+    if (mix.masses) {
+        free(mix.masses);
+        mix.masses = NULL;
+    }
+    compare(&cuzr, &mix, 1, 0);
+    mdf_frame_free(&mix);
 }
 
 /* A model created from `text` fails with a message holding every string in want. */
