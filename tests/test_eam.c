@@ -6,8 +6,9 @@
  *       random Al/Cu occupation (orthorhombic and triclinic), and an open
  *       Al/Cu cluster (LAMMPS `boundary f f f`);
  *   (b) eam (funcfl) with Cu_u3.eam: a jittered Cu crystal;
- *   (c) eam/fs with Al_mm.eam.fs (a jittered Al crystal) and CuZr_mm.eam.fs
- *       (random Cu/Zr occupation: the two cross densities differ);
+ *   (c) eam/fs with Al_mm.eam.fs (a jittered Al crystal), CuZr_mm.eam.fs
+ *       and NiAlH_jea.eam.fs (random occupation; NiAlH's cross densities
+ *       rho_{a,b} and rho_{b,a} differ);
  *   (d) a 2,916-atom crystal, sliced into chunks whose densities are
  *       gathered (the auxiliary pass's gather path);
  *   (e) densities beyond the F(rho) table (F continued linearly, as LAMMPS)
@@ -363,18 +364,26 @@ static void test_fs(void **state)
     mdf_frame in = tu_fcc(5, 5, 5, 4.05, 13, 0.0, 0.12, 61);
     compare(&al, &in, 1, 0);
     mdf_frame_free(&in);
-    /* Two elements: rho_{Cu,Zr} and rho_{Zr,Cu} differ, so reading the
-     * density of i due to j the wrong way round fails. */
+    /* Several elements. CuZr_mm's cross densities are symmetric
+     * (rho_{Cu,Zr} = rho_{Zr,Cu}); NiAlH_jea's are not, so reading the
+     * density at i due to j the wrong way round fails there. */
     static const eam_case cuzr = {"CuZr eam/fs", "eam/fs", "CuZr_mm.eam.fs", 2, {29, 40}};
-    mdf_frame mix = tu_fcc(5, 5, 5, 4.1, 29, 0.05, 0.12, 62);
-    uint64_t st = 63;
-    for (int64_t i = 0; i < mix.natoms; i++) mix.numbers[i] = tu_rand(&st) < 0.4 ? 40 : 29;
-    if (mix.masses) {
-        free(mix.masses);
-        mix.masses = NULL;
+    static const eam_case nialh = {"NiAlH eam/fs", "eam/fs", "NiAlH_jea.eam.fs", 3, {28, 13, 1}};
+    const eam_case *cases[2] = {&cuzr, &nialh};
+    for (int k = 0; k < 2; k++) {
+        mdf_frame mix = tu_fcc(5, 5, 5, k ? 3.7 : 4.1, 29, 0.05, 0.12, 62 + (uint64_t)k);
+        uint64_t st = 63 + (uint64_t)k;
+        for (int64_t i = 0; i < mix.natoms; i++) {
+            double u = tu_rand(&st);
+            mix.numbers[i] = k ? (u < 0.5 ? 28 : u < 0.9 ? 13 : 1) : (u < 0.4 ? 40 : 29);
+        }
+        if (mix.masses) {
+            free(mix.masses);
+            mix.masses = NULL;
+        }
+        compare(cases[k], &mix, 1, 0);
+        mdf_frame_free(&mix);
     }
-    compare(&cuzr, &mix, 1, 0);
-    mdf_frame_free(&mix);
 }
 
 /* A model created from `text` fails with a message holding every string in want. */
