@@ -670,8 +670,15 @@ if [ -r "$eam_pot" ]; then
     run md --input cu.xyz --model eam --param "file=$eam_pot" --temperature 300
     if [ "$rc" -eq 0 ]; then pass "md --model eam --param file=Cu_u3.eam runs"; else
         fail "md --model eam --param file=Cu_u3.eam runs" "exit status $rc"; show stderr "$T/stderr"; fi
+    run md --input cu.xyz --model "eam:$eam_pot" --steps 3
+    if [ "$rc" -eq 0 ]; then pass "md --model eam:Cu_u3.eam runs"; else
+        fail "md --model eam:Cu_u3.eam runs" "exit status $rc"; show stderr "$T/stderr"; fi
     run md --input in.xyz --model eam --param "file=$eam_pot"
     expect_error "eam on an element the file lacks" nonzero "Ar" "eam"
+    run md --input cu.xyz --model "lj:$eam_pot"
+    expect_error "--model lj:FILE (lj takes no file)" nonzero "lj" "no file"
+    run md --input cu.xyz --model eam:nothere.eam
+    expect_error "--model eam:FILE, a missing file" nonzero "nothere.eam"
 else
     echo "# skipped: md --model eam (no $eam_pot)"
 fi
