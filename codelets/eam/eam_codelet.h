@@ -17,6 +17,9 @@ extern "C" {
 void mdf_eam_cpu(void *buffers[], void *cl_arg);
 /* Density pass: pos, atoms, sys, list, bins, rho W (chunk rows), params R. */
 void mdf_eam_aux_cpu(void *buffers[], void *cl_arg);
+/* The same two on the GPU (eam_cuda.cu; built with CUDA only). */
+void mdf_eam_cuda(void *buffers[], void *cl_arg);
+void mdf_eam_aux_cuda(void *buffers[], void *cl_arg);
 
 /* File styles. */
 #define MDF_EAM_SETFL 0  /* eam/alloy */

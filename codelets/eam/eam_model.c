@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "eam_codelet.h"
+#include "../common/mdf_codelet.h"
 #include "mdflow/frame.h"
 
 /* ---- reading: lines and tokens, with line numbers ------------------------------ */
@@ -403,4 +404,8 @@ const mdf_model_def mdf_eam_model_def = {
     .aux_per_atom = 1,
     .aux_cpu_func = mdf_eam_aux_cpu,
     .aux_cpu_func_name = "mdf_eam_aux_cpu",
+#if MDF_CUDA_ENABLED
+    .cuda_func = mdf_eam_cuda,
+    .aux_cuda_func = mdf_eam_aux_cuda,
+#endif
 };
