@@ -24,7 +24,8 @@
  * 1e-4 or more.
  *
  * Also: file errors (missing file, bad header, short table) name the file
- * and the line. */
+ * and the line; a system with an element the file lacks is refused with a
+ * message naming the system, the element, the file and its elements. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -425,6 +426,34 @@ static void test_file_errors(void **state)
     expect_file_error("nan.eam.alloy", "c\nc\nc\n1 Al\n10 0.1 10 0.5 4.0\n13 26.98 4.05 fcc\n1 2 abc\n", nan);
 }
 
+/* A system with an element the file lacks is refused, naming the system,
+ * the element, the file and the elements the file covers. */
+static void test_missing_element(void **state)
+{
+    (void)state;
+    mdf_frame in[2] = {tu_fcc(4, 4, 4, 4.05, 13, 0.0, 0.0, 91), tu_fcc(4, 4, 4, 4.05, 13, 0.0, 0.0, 92)};
+    in[1].numbers[5] = 28; /* Ni */
+    free(in[1].masses);
+    in[1].masses = NULL;
+    mdf_model *m = eam_model("AlCu.eam.alloy");
+    mdf_batch *b;
+    TU_CALL(mdf_batch_create, in, 2, NULL, &b);
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_status st = mdf_compute_forces(b, m, &err);
+    printf("#   %s\n", err.message);
+    assert_int_not_equal(st, MDF_OK);
+    char file[1024];
+    snprintf(file, sizeof file, "%s/AlCu.eam.alloy", g_pot);
+    const char *want[] = {"system 1", "atom 5", "Ni", file, "covers elements Al, Cu only", NULL};
+    for (int k = 0; want[k]; k++)
+        if (!strstr(err.message, want[k])) fail_msg("'%s' not in the message '%s'", want[k], err.message);
+    assert_null(strstr(err.message, "species")); /* not the generic advice */
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    for (int k = 0; k < 2; k++) mdf_frame_free(&in[k]);
+}
+
 static void test_nktv2p(void **state)
 {
     (void)state;
@@ -454,7 +483,7 @@ int main(void)
         cmocka_unit_test(test_nktv2p),       cmocka_unit_test(test_alloy_crystals), cmocka_unit_test(test_alloy_cluster),
         cmocka_unit_test(test_sliced),       cmocka_unit_test(test_funcfl),         cmocka_unit_test(test_fs),
         cmocka_unit_test(test_beyond_rhomax), cmocka_unit_test(test_short_lists),
-        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_file_errors),  cmocka_unit_test(test_missing_element),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     printf("max relative deviations from LAMMPS: energy %.2e, forces %.2e, virial %.2e\n", g_max_e, g_max_f, g_max_w);

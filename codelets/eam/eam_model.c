@@ -389,6 +389,14 @@ static mdf_status eam_setup(const void *params, const mdf_model_species *sp, mdf
     out->density_hint = g->density_hint;
     out->all_elements = 0;
     for (int e = 0; e < p->nelem; e++) out->known_z[p->z_of_elem[e]] = 1;
+    /* A system with another element is told which file and which elements. */
+    char elems[MDF_EAM_MAX_ELEMENTS * 4 + 8] = "";
+    for (int e = 0; e < p->nelem; e++) {
+        size_t n = strlen(elems);
+        snprintf(elems + n, sizeof elems - n, "%s%s", e ? ", " : "", mdf_element_symbol(p->z_of_elem[e]));
+    }
+    snprintf(out->missing_element_hint, sizeof out->missing_element_hint,
+             "the EAM potential file %.400s covers element%s %s only", g->file, p->nelem > 1 ? "s" : "", elems);
     return MDF_OK;
 }
 
