@@ -75,8 +75,9 @@ static mdf_status check_system(const mdf_compute *c, size_t i, mdf_error *err)
         if (!mdf_model_has_element(c->m, z))
             return mdf_error_set(err, MDF_ERR_INVALID,
                                  "system %zu (id %lld), atom %d: element %s (Z=%d) has no parameters in "
-                                 "the %s model: add it to the model's species",
-                                 i, (long long)s->id, a, mdf_element_symbol(z), z, mdf_model_name(c->m));
+                                 "the %s model: %s",
+                                 i, (long long)s->id, a, mdf_element_symbol(z), z, mdf_model_name(c->m),
+                                 mdf_model_missing_element_hint(c->m));
     }
     for (int k = 0; k < 3; k++) {
         if (!s->pbc[k]) continue;
@@ -613,8 +614,9 @@ mdf_status mdf_compute_check_frame(const mdf_model *m, double skin, const mdf_fr
         if (!mdf_model_has_element(m, z))
             return mdf_error_set(err, MDF_ERR_INVALID,
                                  "system %zu (id %lld), atom %lld: element %s (Z=%d) has no parameters in the %s model: "
-                                 "add it to the model's species",
-                                 index, (long long)id, (long long)a, mdf_element_symbol(z), z, mdf_model_name(m));
+                                 "%s",
+                                 index, (long long)id, (long long)a, mdf_element_symbol(z), z, mdf_model_name(m),
+                                 mdf_model_missing_element_hint(m));
     }
     double inv[9];
     if (!f->has_cell || !mdf_inv3(f->cell, inv)) return MDF_OK;

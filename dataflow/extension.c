@@ -611,6 +611,8 @@ mdf_status mdf_model_from_setup(const mdf_model_def *d, mdf_model_setup *s, mdf_
     m->all_pairs_small = s->all_pairs_small;
     m->all_pairs_ratio = s->all_pairs_ratio;
     for (int z = 0; z < 128; z++) m->known_z[z] = s->all_elements ? z >= 1 && z <= 118 : s->known_z[z] != 0;
+    memcpy(m->missing_element_hint, s->missing_element_hint, sizeof m->missing_element_hint);
+    m->missing_element_hint[sizeof m->missing_element_hint - 1] = '\0';
     m->fingerprint_skip_off = s->fingerprint_skip_off;
     m->fingerprint_skip_len = s->fingerprint_skip_len;
     starpu_vector_data_register(&m->params, STARPU_MAIN_RAM, (uintptr_t)m->blob, 1, s->blob_size);

@@ -12,6 +12,7 @@
 #include "mdflow/model.h"
 #include "../dataflow/model_internal.h"
 #include "../codelets/lj/lj_codelet.h"
+#include "../codelets/eam/eam_codelet.h"
 #include "velocity_verlet.h"
 #include "langevin.h"
 #include "nose_hoover.h"
@@ -30,6 +31,7 @@ extern const mdf_sink_def mdf_sink_def_host, mdf_sink_def_device, mdf_sink_def_h
 mdf_status mdf_register_builtins(mdf_error *err)
 {
     mdf_status st = mdf_register_model(&mdf_lj_model_def, err);
+    if (st == MDF_OK) st = mdf_register_model(&mdf_eam_model_def, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_velocity_verlet, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_langevin, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_nose_hoover, err);

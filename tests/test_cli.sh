@@ -663,6 +663,66 @@ if [ "$rc" -eq 0 ] && grep -E '^  lj +Lennard-Jones' "$T/stdout" >/dev/null \
 else
     fail "mdflow models: lj with its parameters (scalar, per element, per pair)" "exit status $rc"; show stdout "$T/stdout"
 fi
+if [ "$rc" -eq 0 ] && grep -E '^  eam +embedded-atom' "$T/stdout" >/dev/null && grep -E '^ +file +' "$T/stdout" >/dev/null; then
+    pass "mdflow models: eam with its file parameter"
+else
+    fail "mdflow models: eam with its file parameter" "exit status $rc"; show stdout "$T/stdout"
+fi
+# The built-in EAM model by name: its file by --param, file errors named.
+run md --input in.xyz --model eam
+expect_error "eam without a file" nonzero "file=PATH"
+run md --input in.xyz --model eam --param file=nothere.eam.alloy
+expect_error "eam with a missing file" nonzero "nothere.eam.alloy"
+eam_pot=${MDF_LAMMPS_POTENTIALS:-/usr/share/lammps/potentials}/Cu_u3.eam
+if [ -r "$eam_pot" ]; then
+    awk 'BEGIN {
+        a = 3.615; n = 5; L = a * n
+        printf "%d\nLattice=\"%.3f 0 0 0 %.3f 0 0 0 %.3f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
+        split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
+        for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
+            printf "Cu %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
+    }' > cu.xyz
+    run md --input cu.xyz --model eam --param "file=$eam_pot" --temperature 300
+    if [ "$rc" -eq 0 ]; then pass "md --model eam --param file=Cu_u3.eam runs"; else
+        fail "md --model eam --param file=Cu_u3.eam runs" "exit status $rc"; show stderr "$T/stderr"; fi
+    run md --input cu.xyz --model "eam:$eam_pot" --steps 3
+    if [ "$rc" -eq 0 ]; then pass "md --model eam:Cu_u3.eam runs"; else
+        fail "md --model eam:Cu_u3.eam runs" "exit status $rc"; show stderr "$T/stderr"; fi
+    run md --input in.xyz --model eam --param "file=$eam_pot"
+    expect_error "eam on an element the file lacks" nonzero "system 0" "Ar" "eam" "$eam_pot" "covers element Cu only"
+    # The flavours as LAMMPS's pair styles: eam/alloy:FILE, eam/fs:FILE.
+    eam_dir=$(dirname "$eam_pot")
+    if [ -r "$eam_dir/AlCu.eam.alloy" ] && [ -r "$eam_dir/CuZr_mm.eam.fs" ]; then
+        run md --input cu.xyz --model "eam/alloy:$eam_dir/AlCu.eam.alloy" --steps 3
+        if [ "$rc" -eq 0 ]; then pass "md --model eam/alloy:AlCu.eam.alloy runs"; else
+            fail "md --model eam/alloy:AlCu.eam.alloy runs" "exit status $rc"; show stderr "$T/stderr"; fi
+        run md --input cu.xyz --model "eam/fs:$eam_dir/CuZr_mm.eam.fs" --steps 3
+        if [ "$rc" -eq 0 ]; then pass "md --model eam/fs:CuZr_mm.eam.fs runs"; else
+            fail "md --model eam/fs:CuZr_mm.eam.fs runs" "exit status $rc"; show stderr "$T/stderr"; fi
+        run md --input in.xyz --model "eam/alloy:$eam_dir/AlCu.eam.alloy"
+        expect_error "eam/alloy on an element the file lacks" nonzero "Ar" "AlCu.eam.alloy" "covers elements Al, Cu only"
+        # The flavour is the file's format: a setfl file read as eam/fs, a
+        # funcfl file read as setfl, fail at a line of the file.
+        run md --input cu.xyz --model "eam/fs:$eam_dir/AlCu.eam.alloy" --steps 3
+        expect_error "--model eam/fs: with a setfl file" nonzero "AlCu.eam.alloy:"
+        run md --input cu.xyz --model "eam/alloy:$eam_pot" --steps 3
+        expect_error "--model eam/alloy: with a funcfl file" nonzero "Cu_u3.eam:"
+    fi
+    run md --input cu.xyz --model "eam/nosuch:$eam_pot"
+    expect_error "--model eam/STYLE, an unknown style" nonzero "nosuch" "alloy, fs or funcfl"
+    run md --input cu.xyz --model "lj/alloy"
+    expect_error "--model lj/STYLE (lj has no style)" nonzero "lj" "no style"
+    # A malformed file: the message names the file and the line.
+    printf 'c\nc\nc\n1 Cu\n10 0.1 10 0.5 4.0\n29 63.55 3.615 fcc\n1 2 abc\n' > bad.eam.alloy
+    run md --input cu.xyz --model eam:bad.eam.alloy
+    expect_error "--model eam:FILE, a malformed file" nonzero "bad.eam.alloy:7" "'abc'"
+    run md --input cu.xyz --model "lj:$eam_pot"
+    expect_error "--model lj:FILE (lj takes no file)" nonzero "lj" "no file"
+    run md --input cu.xyz --model eam:nothere.eam
+    expect_error "--model eam:FILE, a missing file" nonzero "nothere.eam"
+else
+    echo "# skipped: md --model eam (no $eam_pot)"
+fi
 for args in "--help" "md --help" "relax --help"; do
     # shellcheck disable=SC2086
     run "$MDFLOW" $args

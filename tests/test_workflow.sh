@@ -254,6 +254,41 @@ expect_error "run that explodes without nan_check" 2 "NaN/Inf" "2 of 3 systems: 
 if [ "$(frames exploded.xyz | wc -l)" -eq 3 ]; then pass "run that explodes: the 3 structures are still written"; else
     fail "run that explodes: the 3 structures are still written"; fi
 
+# ---- 3b'. the EAM model: its potential file relative to the workflow's folder --------------
+eam_pot=${MDF_LAMMPS_POTENTIALS:-/usr/share/lammps/potentials}/Cu_u3.eam
+if [ -r "$eam_pot" ]; then
+    mkdir -p eamwf/pots && cp "$eam_pot" eamwf/pots/
+    awk 'BEGIN { a = 3.615; n = 5; L = a * n
+        split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
+        printf "%d\nLattice=\"%.3f 0 0 0 %.3f 0 0 0 %.3f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
+        for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
+            printf "Cu %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
+    }' >eamwf/cu.xyz
+    cat >eamwf/eam.yaml <<'EOF'
+input: cu.xyz
+model:
+  type: eam
+  params: {file: pots/Cu_u3.eam}
+stages:
+  md:
+    method: velocity_verlet
+    dt_fs: 2
+    entry_temperature_K: 300
+    steps: 10
+composition: md
+sampler: {max_atoms: 1000}
+scheduler: {ncpus: 2}
+EOF
+    run "$MDFLOW" run eamwf/eam.yaml
+    if [ "$rc" -eq 0 ]; then pass "eam workflow: model.params.file relative to the workflow's folder"; else
+        fail "eam workflow: model.params.file relative to the workflow's folder" "exit status $rc"; show stderr "$T/stderr"; fi
+    sed 's#pots/Cu_u3.eam#pots/none.eam#' eamwf/eam.yaml >eamwf/eam-missing.yaml
+    run "$MDFLOW" run eamwf/eam-missing.yaml
+    expect_error "eam workflow with a missing potential file" nonzero "eam-missing.yaml:3:" "eamwf/pots/none.eam"
+else
+    echo "# skipped: eam workflow (no $eam_pot)"
+fi
+
 # ---- 3c. memory follows the dataset, not the budgets ---------------------------------------
 # The largest budgets a workflow may give over 69 atoms: the shards were
 # sized by the budget (16 GB resident and minutes of zeroing); now by what

@@ -86,8 +86,11 @@ static void usage_common(FILE *fp)
             "  --log FILE            per-system CSV log: step,system_id,status,energy_eV,fmax_eV_per_A,\n"
             "                        temperature_K\n"
             "  --log-every N         a CSV row per system every N steps (default: md 10, relax 1)\n"
-            "  --model NAME          interatomic model: lj (Lennard-Jones, default) or any registered\n"
-            "                        model (mdflow models; a plugin's, with --plugin)\n"
+            "  --model NAME          interatomic model: lj (Lennard-Jones, default), eam:FILE (a LAMMPS\n"
+            "                        EAM file; NAME:FILE is --model NAME --param file=FILE; eam/alloy:FILE,\n"
+            "                        eam/fs:FILE name the file's format, plain eam takes it from the\n"
+            "                        file's name) or any registered model (mdflow models; a plugin's,\n"
+            "                        with --plugin)\n"
             "  --param NAME=VALUE    a parameter of the model or of the method (repeatable), e.g.\n"
             "                        --param friction_per_fs=0.02, --param sigma=3.4; a name both take is\n"
             "                        written model.NAME or method.NAME (mdflow models, mdflow methods)\n"
@@ -557,8 +560,42 @@ static mdf_status apply_lj_shorthand(md_options *o, const cli_setting *s, mdf_er
 static mdf_status resolve_settings(md_options *o, mdf_error *err)
 {
     mdf_status st = load_plugins(o, err);
-    if (st == MDF_OK && runner_model_init(&o->model_cfg, o->model, err) != MDF_OK)
+    /* --model NAME:FILE is --model NAME --param file=FILE (eam:Cu_u3.eam), and
+     * NAME/STYLE is --model NAME --param style=STYLE (eam/alloy, eam/fs: the
+     * flavours of LAMMPS's pair styles; plain eam takes it from the file's
+     * name). */
+    char name[RUNNER_NAME_MAX];
+    const char *colon = strchr(o->model, ':');
+    size_t len = colon ? (size_t)(colon - o->model) : strlen(o->model);
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, o->model, len);
+    name[len] = '\0';
+    char *slash = strchr(name, '/');
+    const char *flavour = NULL;
+    if (slash) {
+        *slash = '\0';
+        flavour = slash + 1;
+    }
+    if (st == MDF_OK && runner_model_init(&o->model_cfg, name, err) != MDF_OK)
         st = mdf_error_prefix(err, err->code, "--model %s", o->model);
+    if (st == MDF_OK && flavour) {
+        const mdf_param_def *t = runner_model_params(&o->model_cfg);
+        if (!t || !mdf_params_find(t, "style") || !*flavour)
+            st = mdf_error_set(err, MDF_ERR_INVALID,
+                               "--model %s: model %s has no style to choose (NAME/STYLE is for models with a style "
+                               "parameter: eam/alloy, eam/fs)",
+                               o->model, name);
+        else if (runner_model_add(&o->model_cfg, RUNNER_SCALAR, 0, 0, "style", flavour, err) != MDF_OK)
+            st = mdf_error_prefix(err, err->code, "--model %s", o->model);
+    }
+    if (st == MDF_OK && colon) {
+        const mdf_param_def *t = runner_model_params(&o->model_cfg);
+        if (!t || !mdf_params_find(t, "file"))
+            st = mdf_error_set(err, MDF_ERR_INVALID, "--model %s: model %s takes no file (NAME:FILE is for models "
+                               "with a file parameter, as eam)", o->model, name);
+        else if (runner_model_add(&o->model_cfg, RUNNER_SCALAR, 0, 0, "file", colon + 1, err) != MDF_OK)
+            st = mdf_error_prefix(err, err->code, "--model %s", o->model);
+    }
     if (st == MDF_OK) st = resolve_method(o, err);
     for (int k = 0; st == MDF_OK && k < o->nsettings; k++) {
         const cli_setting *s = &o->settings[k];

@@ -283,14 +283,25 @@ static mdf_status param_text(wf_ctx *c, const yaml_node_t *v, const char *what, 
     return st;
 }
 
-/* One model setting from key k and value v of a mapping (`section` for messages). */
+static mdf_status relative_path(wf_ctx *c, const yaml_node_t *n, const mdf_workflow *wf, const char *what,
+                                const char *example, char *out, size_t size);
+
+/* One model setting from key k and value v of a mapping (`section` for
+ * messages). A model's `file` (eam's potential) is a path relative to the
+ * workflow file's folder, as input and plugins are. */
 static mdf_status model_setting(wf_ctx *c, mdf_workflow *wf, runner_row kind, int za, int zb, const yaml_node_t *k,
                                 const yaml_node_t *v, const char *section)
 {
-    char what[160];
+    char what[160], path[WF_PATH_MAX];
     snprintf(what, sizeof what, "%s.%s", section, text_of(k));
     const char *value = NULL;
-    mdf_status st = param_text(c, v, what, &value);
+    mdf_status st;
+    if (kind == RUNNER_SCALAR && strcmp(text_of(k), "file") == 0) {
+        st = relative_path(c, v, wf, what, "potentials/Cu_u3.eam", path, sizeof path);
+        value = path;
+    } else {
+        st = param_text(c, v, what, &value);
+    }
     if (st == MDF_OK && runner_model_add(&wf->model, kind, za, zb, text_of(k), value, c->err) != MDF_OK)
         st = prefix_error(c, v, what, MDF_ERR_INVALID);
     return st;

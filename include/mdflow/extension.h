@@ -162,6 +162,11 @@ typedef struct mdf_model_setup {
     double all_pairs_ratio;
     /* Bytes of the blob that checkpoints' fingerprints skip (machine settings). */
     size_t fingerprint_skip_off, fingerprint_skip_len;
+    /* Optional: what a system with an element the model lacks is told, after
+     * "system I (id N), atom A: element X (Z=z) has no parameters in the
+     * NAME model: " (empty: "add it to the model's species"). The EAM model
+     * names its potential file and the elements the file covers. */
+    char missing_element_hint[512];
 } mdf_model_setup;
 
 /* Per-element and per-pair rows of a model configuration, handed to setup:
