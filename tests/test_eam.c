@@ -387,6 +387,29 @@ static void test_fs(void **state)
     }
 }
 
+/* Small periodic cells (2 and 4 atoms, triclinic), narrower than the
+ * cut-off (AlCu: 6.29 Å over widths of 3.2-3.9 Å; Cu_u3: 4.95 Å): every
+ * image of every neighbour counts, in the densities and the forces. */
+static void test_small_cells(void **state)
+{
+    (void)state;
+    const int pbc[3] = {1, 1, 1}, zs[2] = {13, 29};
+    const double two[9] = {3.4, 0, 0, 0.7, 3.3, 0, -0.5, 0.6, 3.5};
+    mdf_frame in[3] = {tu_fcc(1, 1, 1, 3.9, 13, 0.1, 0.12, 111), tu_random(2, two, pbc, 2.3, zs, 2, 112),
+                       tu_fcc(1, 1, 1, 4.0, 13, -0.2, 0.15, 113)};
+    alloy(&in[0], 0.5, 114);
+    alloy(&in[2], 0.25, 115);
+    compare(&alcu, in, 3, 0);
+    compare(&alcu, in, 3, 1);
+    for (int k = 0; k < 3; k++) mdf_frame_free(&in[k]);
+    static const eam_case cu = {"Cu eam (funcfl)", "eam", "Cu_u3.eam", 1, {29}};
+    const int zcu[1] = {29};
+    const double cu2[9] = {2.9, 0, 0, 0.4, 2.8, 0, 0.3, -0.2, 3.0};
+    mdf_frame c[2] = {tu_fcc(1, 1, 1, 3.615, 29, -0.15, 0.1, 116), tu_random(2, cu2, pbc, 2.1, zcu, 1, 117)};
+    compare(&cu, c, 2, 0);
+    for (int k = 0; k < 2; k++) mdf_frame_free(&c[k]);
+}
+
 /* A model created from `text` fails with a message holding every string in want. */
 static void expect_file_error(const char *name, const char *text, const char *const *want)
 {
@@ -482,7 +505,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nktv2p),       cmocka_unit_test(test_alloy_crystals), cmocka_unit_test(test_alloy_cluster),
         cmocka_unit_test(test_sliced),       cmocka_unit_test(test_funcfl),         cmocka_unit_test(test_fs),
-        cmocka_unit_test(test_beyond_rhomax), cmocka_unit_test(test_short_lists),
+        cmocka_unit_test(test_beyond_rhomax), cmocka_unit_test(test_short_lists), cmocka_unit_test(test_small_cells),
         cmocka_unit_test(test_file_errors),  cmocka_unit_test(test_missing_element),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

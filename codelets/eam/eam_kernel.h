@@ -115,113 +115,45 @@ MDF_HD int32_t mdf_eam_elem(const mdf_eam_params *p, int32_t z)
 
 /* ---- neighbours ---------------------------------------------------------------
  *
- * The full list of atom i of a chunk: its n_up entries (j > i) from slot 0,
- * then its n_down entries (j < i) from slot M-1 down; an atom with more
- * neighbours than M slots (overflowed at the last build) walks the cells
- * around it instead. Positions are used wrapped, x + o with the offsets of
- * the last build. Usage (CPU and GPU alike):
+ * Every neighbour image of atom i of a chunk within the cut-off, from its
+ * full list or, without one, its cells (mdf_nl_full: small periodic cells
+ * included). Usage (CPU and GPU alike):
  *
  *   mdf_eam_nbrs it;
  *   mdf_eam_nbrs_begin(&it, x, sys, l, v, chunk_atom_begin, i, s, p->cutsq);
- *   while (mdf_eam_nbrs_next(&it, &j, d, &r)) ...   (d = r_j - r_i, r = |d| < cut)
- *
- * A list entry is decoded in mdf_eam_entry only. */
+ *   while (mdf_eam_nbrs_next(&it, &j, d, &r)) ...   (d = r_j - r_i, r = |d| < cut) */
 typedef struct mdf_eam_nbrs {
-    const double *x, *o;       /* positions, wrap offsets */
-    const mdf_sys_info *si;    /* atom i's system */
-    const mdf_nl_grid *g;      /* overflowed: the system's grid; NULL: the list */
-    const int32_t *cell_start, *sorted;
-    const uint32_t *nb;        /* atom i's slots */
-    int32_t i, k, k_end, k_back, M, back;
-    double xi[3], rc2;
-    mdf_nl_walk walk;
+    mdf_nl_full full;
+    double rc2;
 } mdf_eam_nbrs;
 
 MDF_HD void mdf_eam_nbrs_begin(mdf_eam_nbrs *it, const double *x, const mdf_sys_info *sys, mdf_nl_list_view l,
                                mdf_nl_bins_view v, int32_t atom_begin, int32_t i, int32_t s, double rc2)
 {
-    const int32_t li = i - atom_begin, M = l.head->slots, up = l.n_up[li], down = l.n_down[li];
-    it->x = x;
-    it->o = v.offset;
-    it->si = &sys[s];
-    it->i = i;
+    mdf_nl_full_begin(&it->full, i, x, &l, &v, &sys[s], s, atom_begin);
     it->rc2 = rc2;
-    mdf_nl_wrapped(x, v.offset, i, it->xi);
-    it->M = M;
-    it->back = 0;
-    if (up + down > M) {
-        it->g = &v.grid[s];
-        it->cell_start = v.cell_start + it->si->atom_start + s;
-        it->sorted = v.sorted;
-        it->nb = 0;
-        it->k = it->k_end = it->k_back = 0;
-        mdf_nl_walk_begin(&it->walk, it->g, v.cell_of[i]);
-    } else {
-        it->g = 0;
-        it->cell_start = it->sorted = 0;
-        it->nb = l.slots + (size_t)li * (size_t)M;
-        it->k = 0;
-        it->k_end = up;
-        it->k_back = M - down;
-    }
-}
-
-/* List entry -> neighbour j (returned) and d = r_j - r_i with the entry's
- * lattice image. The one place that knows the entry's layout. */
-MDF_HD int32_t mdf_eam_entry(const mdf_eam_nbrs *it, uint32_t entry, double d[3])
-{
-    const int32_t j = (int32_t)(entry >> MDF_NL_IMAGE_BITS);
-    double sh[3], xj[3];
-    mdf_nl_image_shift(entry & MDF_NL_IMAGE_MASK, it->si->cell, sh);
-    mdf_nl_wrapped(it->x, it->o, j, xj);
-    for (int k = 0; k < 3; k++) d[k] = xj[k] + sh[k] - it->xi[k];
-    return j;
 }
 
 /* The next neighbour within the cutoff: j, d = r_j - r_i and r = |d|; 0
  * when there is none left. */
 MDF_HD int mdf_eam_nbrs_next(mdf_eam_nbrs *it, int32_t *j, double d[3], double *r)
 {
-    if (it->g) {
-        int32_t c;
-        while (mdf_nl_walk_next(&it->walk, it->g, it->cell_start, it->sorted, &c)) {
-            if (c == it->i) continue;
-            double xj[3];
-            mdf_nl_wrapped(it->x, it->o, c, xj);
-            mdf_nl_min_image(it->xi, xj, it->si, d);
-            const double r2 = mdf_nl_norm2(d[0], d[1], d[2]);
-            if (r2 < it->rc2) {
-                *j = c;
-                *r = sqrt(r2);
-                return 1;
-            }
-        }
-        return 0;
-    }
-    for (;;) {
-        if (it->k >= it->k_end) {
-            if (it->back) return 0;
-            it->back = 1;
-            it->k = it->k_back;
-            it->k_end = it->M;
-            continue;
-        }
-        const int32_t c = mdf_eam_entry(it, it->nb[it->k++], d);
+    while (mdf_nl_full_next(&it->full, j, d)) {
         const double r2 = mdf_nl_norm2(d[0], d[1], d[2]);
         if (r2 < it->rc2) {
-            *j = c;
             *r = sqrt(r2);
             return 1;
         }
     }
+    return 0;
 }
 
 /* ---- one atom -------------------------------------------------------------------- */
 
-/* The density at atom it->i: the sum over its neighbours j of rho_{e_j -> e_i}(r). */
+/* The density at atom it->full.i: the sum over its neighbours j of rho_{e_j -> e_i}(r). */
 MDF_HD double mdf_eam_atom_density(const mdf_eam_params *p, const mdf_atom_info *atoms, mdf_eam_nbrs *it)
 {
-    const int32_t ei = mdf_eam_elem(p, atoms[it->i].z);
+    const int32_t ei = mdf_eam_elem(p, atoms[it->full.i].z);
     int32_t j;
     double d[3], r, rho = 0.0, t;
     while (mdf_eam_nbrs_next(it, &j, d, &r)) {
@@ -231,7 +163,7 @@ MDF_HD double mdf_eam_atom_density(const mdf_eam_params *p, const mdf_atom_info 
     return rho;
 }
 
-/* Atom it->i's energy, F(rho_i) + half of each pair energy phi(r_ij), its
+/* Atom it->full.i's energy, F(rho_i) + half of each pair energy phi(r_ij), its
  * force f, and when want_virial its half of each pair's virial in w (both
  * overwritten). rho: the densities by shard atom index. As LAMMPS's
  * pair_eam.cpp compute(): with rhoip = d rho_{i->j}/dr, rhojp =
@@ -240,7 +172,7 @@ MDF_HD double mdf_eam_atom_density(const mdf_eam_params *p, const mdf_atom_info 
 MDF_HD double mdf_eam_atom_force(const mdf_eam_params *p, const mdf_atom_info *atoms, const double *rho,
                                  mdf_eam_nbrs *it, int want_virial, double f[3], double w[9])
 {
-    const int32_t i = it->i, ei = mdf_eam_elem(p, atoms[i].z);
+    const int32_t i = it->full.i, ei = mdf_eam_elem(p, atoms[i].z);
     double fp_i, e = 0.0, d[3], r, t;
     const double embed = mdf_eam_embed(p, ei, rho[i], &fp_i);
     for (int k = 0; k < 3; k++) f[k] = 0.0;

@@ -772,6 +772,7 @@ typedef struct mdf_nl_full {
     const uint32_t *nb;
     const double *x, *offset, *cell;
     double xi[3];
+    int32_t i;             /* the atom */
     int32_t walking, k, k_end, part, M, n_down;
 } mdf_nl_full;
 
@@ -779,23 +780,22 @@ MDF_HD void mdf_nl_full_begin(mdf_nl_full *it, int32_t i, const double *x, const
                               const mdf_nl_bins_view *v, const mdf_sys_info *s, int32_t sidx, int32_t atom_begin)
 {
     const int32_t li = i - atom_begin, M = l->head->slots;
+    it->i = i;
     it->g = &v->grid[sidx];
     it->x = x;
     it->offset = v->offset;
     it->cell = s->cell;
     it->walking = l->n_up[li] + l->n_down[li] > M;
-    if (it->walking) {
-        mdf_nl_pairs_begin(&it->pw, i, x, v->offset, it->g, v->cell_start + s->atom_start + sidx, v->sorted,
-                           v->cell_of, HUGE_VAL);
-        return;
-    }
-    mdf_nl_wrapped(x, v->offset, i, it->xi);
+    /* Both paths' fields are set (compilers cannot tell which is read). */
+    mdf_nl_pairs_begin(&it->pw, i, x, v->offset, it->g, v->cell_start + s->atom_start + sidx, v->sorted,
+                       v->cell_of, HUGE_VAL);
+    for (int k = 0; k < 3; k++) it->xi[k] = it->pw.xi[k];
     it->nb = l->slots + (size_t)li * (size_t)M;
     it->M = M;
-    it->n_down = l->n_down[li];
-    it->part = 0;
+    it->n_down = it->walking ? 0 : l->n_down[li];
+    it->part = it->walking;
     it->k = 0;
-    it->k_end = l->n_up[li];
+    it->k_end = it->walking ? 0 : l->n_up[li];
 }
 
 MDF_HD int mdf_nl_full_next(mdf_nl_full *it, int32_t *j, double d[3])
