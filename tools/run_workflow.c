@@ -118,6 +118,7 @@ static mdf_status add_criteria(mdf_stage *s, const wf_stage *ws, mdf_error *err)
     if (st == MDF_OK && ws->energy_change >= 0.0)
         st = mdf_stage_add_criterion(s, MDF_CRITERION_ENERGY_CHANGE, ws->energy_change, err);
     if (st == MDF_OK && ws->steps > 0) st = mdf_stage_add_criterion(s, MDF_CRITERION_STEPS, (double)ws->steps, err);
+    if (st == MDF_OK && ws->smax >= 0.0) st = mdf_stage_add_criterion(s, MDF_CRITERION_SMAX, ws->smax, err);
     return st;
 }
 
