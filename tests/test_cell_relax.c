@@ -18,7 +18,12 @@
  *      virial, -tr σ / 3) equals 1 GPa within smax, every stress component
  *      is within smax of -P δ_ij, and the volume matches LAMMPS's;
  *   3. errors: a negative smax, and a cluster (no cell) in a cell
- *      relaxation, named.
+ *      relaxation, named;
+ *   4. step by step against ASE (tests/cell_ase_check.py, /usr/bin/python3
+ *      or MDF_PYTHON): 25 steps of FIRE and of LBFGS on a FrechetCellFilter
+ *      (exp_cell_factor = N, scalar_pressure 0 and 0.5 GPa; ASE's
+ *      LennardJones) from two strained, sheared, jittered 108-atom crystals
+ *      give the same positions and cells (skipped without ASE).
  * Exits 77 (skipped) without lmp. */
 #include <math.h>
 #include <stdio.h>
@@ -231,6 +236,94 @@ static void test_errors(void **state)
     mdf_frame_free(&fr[1]);
 }
 
+/* ---- 4. step by step against ASE -------------------------------------------- */
+
+#define ASE_STEPS 25
+#define ASE_TOL 1e-10 /* Å */
+
+static void ase_steps(const char *method, const char *ase_name, double pressure_GPa)
+{
+    const char *py = tu_python_with("ase");
+    if (!py) {
+        fprintf(stderr, "no Python with ASE: step-by-step check of %s skipped\n", method);
+        return;
+    }
+    mdf_frame fr[2];
+    fr[0] = tu_fcc(3, 3, 3, 5.40, 18, 0.03, 0.02, 11);
+    fr[1] = tu_fcc(3, 3, 3, 5.20, 18, -0.02, 0.03, 12);
+    char start[1024], out[1024], cmd[4096];
+    snprintf(start, sizeof start, "%s/ase_start.xyz", g_dir);
+    snprintf(out, sizeof out, "%s/ase_%s_%g.xyz", g_dir, ase_name, pressure_GPa);
+    TU_CALL(mdf_xyz_write, start, fr, 2, 0);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/tests/cell_ase_check.py' '%s' '%s' %s %d %.17g 3.40 0.0104 %.17g", py,
+             tu_srcdir(), start, out, ase_name, ASE_STEPS, pressure_GPa, RC);
+    if (system(cmd) != 0) fail_msg("ASE reference failed: %s", cmd);
+    mdf_frame_list ref;
+    mdf_frame_list_init(&ref);
+    TU_CALL(mdf_xyz_read, out, &ref);
+    assert_int_equal(ref.count, 2);
+
+    /* mdflow starts from the file ASE read (the same rounded numbers) */
+    mdf_frame_list in;
+    mdf_frame_list_init(&in);
+    TU_CALL(mdf_xyz_read, start, &in);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, in.frames, 2, NULL, &b);
+    mdf_model *m = argon();
+    mdf_stage_config sc;
+    mdf_stage_config_init(&sc);
+    sc.integrator = method;
+    sc.max_steps = ASE_STEPS;
+    sc.skin = 0.5;
+    mdf_param_list pl;
+    memset(&pl, 0, sizeof pl);
+    tu_param(&pl, "pressure_GPa", pressure_GPa);
+    sc.method_params = pl;
+    mdf_stage *s = NULL;
+    TU_CALL(mdf_stage_create, &sc, &s);
+    TU_CALL(mdf_stage_run, s, b, m, NULL);
+    TU_CALL(mdf_batch_sync, b);
+    for (size_t i = 0; i < 2; i++) {
+        mdf_frame o;
+        memset(&o, 0, sizeof o);
+        TU_CALL(mdf_batch_get_frame, b, i, &o);
+        const mdf_frame *r = &ref.frames[i];
+        double dx = 0.0, dc = 0.0, moved = 0.0;
+        for (int64_t k = 0; k < 3 * o.natoms; k++) {
+            dx = fmax(dx, fabs(o.positions[k] - r->positions[k]));
+            moved = fmax(moved, fabs(o.positions[k] - fr[i].positions[k]));
+        }
+        for (int k = 0; k < 9; k++) dc = fmax(dc, fabs(o.cell[k] - r->cell[k]));
+        fprintf(stderr, "%s vs ASE %s + FrechetCellFilter, %g GPa, system %zu, %d steps: max |dx| %.2e Å, "
+                "max |dcell| %.2e Å (moved up to %.3f Å)\n", method, ase_name, pressure_GPa, i, ASE_STEPS, dx, dc,
+                moved);
+        assert_true(dx <= ASE_TOL && dc <= ASE_TOL);
+        assert_true(moved > 1e-2); /* the steps did something */
+        mdf_frame_free(&o);
+    }
+    mdf_frame_list_free(&ref);
+    mdf_frame_list_free(&in);
+    mdf_stage_destroy(s);
+    mdf_model_destroy(m);
+    mdf_batch_destroy(b);
+    mdf_frame_free(&fr[0]);
+    mdf_frame_free(&fr[1]);
+}
+
+static void test_ase_fire_steps(void **state)
+{
+    (void)state;
+    ase_steps("fire_cell", "fire", 0.0);
+    ase_steps("fire_cell", "fire", 0.5);
+}
+
+static void test_ase_lbfgs_steps(void **state)
+{
+    (void)state;
+    ase_steps("lbfgs_cell", "lbfgs", 0.0);
+    ase_steps("lbfgs_cell", "lbfgs", 0.5);
+}
+
 int main(void)
 {
     if (!tu_have("lmp")) {
@@ -245,6 +338,8 @@ int main(void)
         cmocka_unit_test(test_lbfgs_zero_pressure),
         cmocka_unit_test(test_fire_pressure),
         cmocka_unit_test(test_lbfgs_pressure),
+        cmocka_unit_test(test_ase_fire_steps),
+        cmocka_unit_test(test_ase_lbfgs_steps),
     };
     if (getenv("MDF_TEST_FILTER")) cmocka_set_test_filter(getenv("MDF_TEST_FILTER"));
     int rc = cmocka_run_group_tests(tests, setup, NULL);
