@@ -691,6 +691,13 @@ for opt in fire lbfgs; do
         fi
     done
 done
+run "$MDFLOW" relax --input box.xyz --optimizer lbfgs_cell --pressure 1 --lj-cutoff 6.8 --fmax 1e-3 --smax 1e-3
+if [ "$rc" -eq 0 ] && grep -F 'relaxed 1 of 1 systems' "$T/stdout" | grep -F 'stress within' >/dev/null; then
+    pass "relax --optimizer lbfgs_cell --pressure 1: --cell implied, converged"
+else
+    fail "relax --optimizer lbfgs_cell --pressure 1: --cell implied, converged" "exit status $rc"
+    show stderr "$T/stderr"
+fi
 run "$MDFLOW" relax --input box.xyz --cell --smax -1
 expect_error "relax --cell --smax -1" 2 "--smax" "GPa"
 run "$MDFLOW" relax --input box.xyz --pressure 1

@@ -645,6 +645,8 @@ static int parse_options(int argc, char **argv, md_options *o, mdf_error *err)
         st = mdf_error_set(err, MDF_ERR_INVALID, "--input is required (see mdflow %s --help)", cmd);
     if (st == MDF_OK && o->shards < 0) st = mdf_error_set(err, MDF_ERR_INVALID, "--shards must be >= 0");
     if (st == MDF_OK && o->log_every < 1) st = mdf_error_set(err, MDF_ERR_INVALID, "--log-every must be >= 1");
+    const mdf_method *named = o->cmd == CMD_RELAX ? mdf_method_find(o->optimizer) : NULL;
+    if (named && (named->flags & MDF_METHOD_CELL)) o->cell = 1; /* --optimizer fire_cell: --cell implied */
     if (st == MDF_OK && o->cmd == CMD_RELAX && o->pressure_given && !o->cell)
         st = mdf_error_set(err, MDF_ERR_INVALID, "--pressure is the target pressure of a variable-cell relaxation: "
                            "add --cell (a fixed-cell relaxation has no pressure to aim at)");
