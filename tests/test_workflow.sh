@@ -261,6 +261,9 @@ fi
 sed 's/^    smax: .*//' cell.yaml >cellnosmax.yaml
 run "$MDFLOW" run cellnosmax.yaml
 expect_error "fire_cell stage without smax" 2 "cellnosmax.yaml:" "smax"
+sed 's/^input: crystals.xyz/input: clusters.xyz/' cell.yaml >cellclusters.yaml
+run "$MDFLOW" run cellclusters.yaml
+expect_error "fire_cell stage on clusters" 2 "cellclusters.yaml:8" "system 0" "not periodic"
 sed 's/^    smax: .*/    smax: -1/' cell.yaml >cellneg.yaml
 run "$MDFLOW" run cellneg.yaml
 expect_error "smax: -1" 2 "cellneg.yaml:10" "stages.relax.smax"
