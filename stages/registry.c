@@ -22,6 +22,7 @@
 #include "fire2.h"
 #include "gd.h"
 #include "lbfgs.h"
+#include "cell_relax.h"
 
 /* Built-in hooks (one file each in stages/hooks/) and sinks (io/sink.c) by name. */
 extern const mdf_hook_def mdf_hook_def_log, mdf_hook_def_nan_check, mdf_hook_def_force_clamp, mdf_hook_def_drift,
@@ -41,6 +42,8 @@ mdf_status mdf_register_builtins(mdf_error *err)
     if (st == MDF_OK) st = mdf_register_method(&mdf_fire2, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_gd, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_lbfgs, err);
+    if (st == MDF_OK) st = mdf_register_method(&mdf_fire_cell, err);
+    if (st == MDF_OK) st = mdf_register_method(&mdf_lbfgs_cell, err);
     if (st == MDF_OK) st = mdf_register_hook(&mdf_hook_def_log, err);
     if (st == MDF_OK) st = mdf_register_hook(&mdf_hook_def_nan_check, err);
     if (st == MDF_OK) st = mdf_register_hook(&mdf_hook_def_force_clamp, err);

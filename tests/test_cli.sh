@@ -743,6 +743,47 @@ printf 'not a shared object\n' >fake.so
 run env MDFLOW_PLUGIN_PATH="$T/fake.so" "$MDFLOW" md --input in.xyz
 expect_error "MDFLOW_PLUGIN_PATH naming a file that is not a shared object" nonzero "$T/fake.so" "shared object"
 
+# ---- 6e. variable-cell relaxation: --cell, --pressure (GPa), --smax (GPa) --------------
+# The periodic box of in.xyz alone, relaxed with its cell at 0 and at 1 GPa: the
+# lattice constant (from the output's Lattice) grows a little at 0 GPa (the LJ
+# minimum with a 6.8 Å cutoff is 5.2925 Å, test_cell_relax checks it against
+# LAMMPS) and shrinks below 5.0 Å at 1 GPa.
+head -n 258 in.xyz >box.xyz
+lattice_a() { sed -n '2s/.*Lattice="\([^ ]*\) .*/\1/p' "$1" | awk '{ printf "%.4f", $1 / 4 }'; }
+for opt in fire lbfgs; do
+    for p in 0 1; do
+        run "$MDFLOW" relax --input box.xyz --optimizer $opt --cell --pressure $p --lj-cutoff 6.8 --fmax 1e-3 \
+            --smax 1e-3 --max-steps 3000 --output cell_$opt$p.xyz
+        a=$(lattice_a cell_$opt$p.xyz)
+        if [ "$rc" -eq 0 ] && grep -F 'relaxed 1 of 1 systems' "$T/stdout" | grep -F 'stress within 0.001 GPa' \
+            >/dev/null && grep -F 'mdf_status=1' cell_$opt$p.xyz >/dev/null \
+            && awk -v a="$a" -v p="$p" 'BEGIN { exit !(p == 0 ? (a > 5.29 && a < 5.295) : (a > 4.98 && a < 4.995)) }'; then
+            pass "relax --cell --optimizer $opt --pressure $p GPa: converged, lattice constant $a Å"
+        else
+            fail "relax --cell --optimizer $opt --pressure $p GPa: converged, lattice constant as expected" \
+                "exit status $rc, a = $a"
+            show stdout "$T/stdout"; show stderr "$T/stderr"
+        fi
+    done
+done
+run "$MDFLOW" relax --input box.xyz --optimizer lbfgs_cell --pressure 1 --lj-cutoff 6.8 --fmax 1e-3 --smax 1e-3
+if [ "$rc" -eq 0 ] && grep -F 'relaxed 1 of 1 systems' "$T/stdout" | grep -F 'stress within' >/dev/null; then
+    pass "relax --optimizer lbfgs_cell --pressure 1: --cell implied, converged"
+else
+    fail "relax --optimizer lbfgs_cell --pressure 1: --cell implied, converged" "exit status $rc"
+    show stderr "$T/stderr"
+fi
+run "$MDFLOW" relax --input box.xyz --cell --smax -1
+expect_error "relax --cell --smax -1" 2 "--smax" "GPa"
+run "$MDFLOW" relax --input box.xyz --pressure 1
+expect_error "relax --pressure without --cell" 2 "--pressure" "--cell"
+run "$MDFLOW" relax --input in.xyz --cell
+expect_error "relax --cell on a cluster" 2 "system 1" "not periodic"
+run "$MDFLOW" relax --input box.xyz --cell --optimizer gd
+expect_error "relax --cell --optimizer gd" 2 "--cell" "gd"
+run "$MDFLOW" md --input box.xyz --smax 1
+expect_error "md --smax" 2 "--smax" "relax"
+
 # ---- 7. the default workload -------------------------------------------------------
 # MDFLOW_DATA points nowhere: the dataset is found through the compiled-in paths.
 # Sanitizer builds run slower (scripts/test.sh sets MDF_TEST_TIME_SCALE: 10 under TSan).

@@ -600,6 +600,15 @@ static mdf_status parse_criteria(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
         snprintf(what, sizeof what, "stages.%s.energy_change", s->name);
         st = get_double(c, x, what, &nonneg_ev, &s->energy_change);
     }
+    if (st == MDF_OK && (x = lookup(c, n, "smax"))) {
+        snprintf(what, sizeof what, "stages.%s.smax", s->name);
+        st = get_double(c, x, what, &(wf_range){0.0, INFINITY, CLOSED, OPEN, "GPa"}, &s->smax);
+    }
+    if (st == MDF_OK && s->smax < 0.0 && (mdf_method_find(s->method)->flags & MDF_METHOD_CELL) && s->is_optimiser) {
+        char section[128];
+        snprintf(section, sizeof section, "stage '%s' (%s, a variable-cell relaxation)", s->name, s->method);
+        st = missing(c, n, "smax", section, "smax: 0.01 (GPa: the stress within 0.01 GPa of -pressure_GPa)");
+    }
     if (st == MDF_OK && (x = lookup(c, n, "steps"))) {
         snprintf(what, sizeof what, "stages.%s.steps", s->name);
         st = get_int64(c, x, what, 1, INT64_MAX, &s->steps);
@@ -642,7 +651,7 @@ static mdf_status parse_md_keys(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
 
 static mdf_status parse_stage(wf_ctx *c, const yaml_node_t *key, const yaml_node_t *n, wf_stage *s)
 {
-    static const char *const keys[] = {"method", "fmax", "energy_change", "steps", "step_budget", "dt_fs",
+    static const char *const keys[] = {"method", "fmax", "energy_change", "smax", "steps", "step_budget", "dt_fs",
                                        "temperature_K", "entry_temperature_K", "params", "hooks", NULL};
     const char *name = text_of(key);
     if (!*name || strlen(name) >= sizeof s->name || strpbrk(name, "+ \t"))
@@ -651,7 +660,7 @@ static mdf_status parse_stage(wf_ctx *c, const yaml_node_t *key, const yaml_node
     mdf_stage_config_init(&s->cfg);
     snprintf(s->name, sizeof s->name, "%s", name);
     s->line = line_of(n);
-    s->fmax = s->energy_change = -1.0;
+    s->fmax = s->energy_change = s->smax = -1.0;
     s->steps = -1;
     char section[128];
     snprintf(section, sizeof section, "stages.%s", name);
