@@ -23,13 +23,18 @@
  *      or MDF_PYTHON): 25 steps of FIRE and of LBFGS on a FrechetCellFilter
  *      (exp_cell_factor = N, scalar_pressure 0 and 0.5 GPa; ASE's
  *      LennardJones) from two strained, sheared, jittered 108-atom crystals
- *      give the same positions and cells (skipped without ASE).
+ *      give the same positions and cells (skipped without ASE);
+ *   5. Cu with native EAM (Cu_u3.eam from lammps-data): 4-atom cells
+ *      (narrower than the cut-off) and a 32-atom cell, strained, sheared
+ *      and jittered, by FIRE and L-BFGS at 0 and 2 GPa, against LAMMPS's
+ *      box/relax of the 4-atom cell (lattice constant to 1e-5, volume).
  * Exits 77 (skipped) without lmp. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
+#include "mdflow/extension.h"
 
 #define NC 4                     /* conventional cells per direction */
 #define NATOMS (4 * NC * NC * NC)
@@ -43,20 +48,20 @@ static char *g_dir;
 static double g_a0, g_a1;        /* LAMMPS lattice constants at 0 and 1 GPa, Å */
 static double g_v1;              /* LAMMPS volume at 1 GPa, Å³ */
 
-static void run_lmp(double pressure_bar, double *vol, double *lx)
+/* LAMMPS's relaxed cell at pressure_bar for `setup` (the lines that make
+ * the box, the atoms and the pair style). */
+static void run_lmp_setup(const char *setup, double pressure_bar, double *vol, double *lx)
 {
     char path[1024], cmd[2048];
     snprintf(path, sizeof path, "%s/in.lmp", g_dir);
     FILE *fp = fopen(path, "w");
     if (!fp) fail_msg("cannot write %s", path);
     fprintf(fp,
-            "units metal\natom_style atomic\nboundary p p p\nlattice fcc 5.3\n"
-            "region box block 0 %d 0 %d 0 %d\ncreate_box 1 box\ncreate_atoms 1 box\nmass 1 39.948\n"
-            "pair_style lj/cut %.17g\npair_coeff 1 1 0.0104 3.40\n"
+            "units metal\natom_style atomic\nboundary p p p\n%s"
             "fix 1 all box/relax iso %.17g vmax 0.001\nmin_modify line quadratic\n"
             "minimize 0.0 1e-12 100000 1000000\nminimize 0.0 1e-12 100000 1000000\n"
             "print \"$(vol:%%.17g) $(lx:%%.17g) $(press:%%.17g)\" file results.txt\n",
-            NC, NC, NC, RC, pressure_bar);
+            setup, pressure_bar);
     fclose(fp);
     snprintf(cmd, sizeof cmd, "cd '%s' && rm -f results.txt && lmp -log none -screen screen.txt -in in.lmp "
              "</dev/null >/dev/null 2>&1", g_dir);
@@ -69,6 +74,17 @@ static void run_lmp(double pressure_bar, double *vol, double *lx)
     fclose(fp);
     if (fabs(press - pressure_bar) > 1e-3 * fmax(1.0, fabs(pressure_bar)))
         fail_msg("LAMMPS did not reach %g bar (%g)", pressure_bar, press);
+}
+
+/* The argon crystal of the LJ cases. */
+static void run_lmp(double pressure_bar, double *vol, double *lx)
+{
+    char setup[1024];
+    snprintf(setup, sizeof setup,
+             "lattice fcc 5.3\nregion box block 0 %d 0 %d 0 %d\ncreate_box 1 box\ncreate_atoms 1 box\n"
+             "mass 1 39.948\npair_style lj/cut %.17g\npair_coeff 1 1 0.0104 3.40\n",
+             NC, NC, NC, RC);
+    run_lmp_setup(setup, pressure_bar, vol, lx);
 }
 
 static int setup(void **state)
@@ -119,6 +135,48 @@ static mdf_stage *cell_stage(const char *method, double pressure_GPa)
     return s;
 }
 
+/* A relaxed system (view v) against the reference lattice constant a_ref
+ * (cells: conventional cells in it) and, when v_cell_ref > 0, the
+ * reference volume per conventional cell: converged in force and stress,
+ * at the target pressure, cubic again. */
+static void check_relaxed(const mdf_system_view *vp, const char *method, double pressure_GPa, int i, int cells,
+                      double a_ref, double v_cell_ref)
+{
+    const mdf_system_view v = *vp;
+    double V = fabs(v.cell[0] * (v.cell[4] * v.cell[8] - v.cell[5] * v.cell[7]) -
+                    v.cell[1] * (v.cell[3] * v.cell[8] - v.cell[5] * v.cell[6]) +
+                    v.cell[2] * (v.cell[3] * v.cell[7] - v.cell[4] * v.cell[6]));
+    double a = cbrt(V / cells);
+    /* stress σ = -W/V (eV/Å³), pressure -tr σ/3 */
+    double sres = 0.0;
+    for (int k = 0; k < 9; k++) {
+        double sig = -v.virial[k] / V * MDF_EV_PER_A3_IN_GPA;
+        sres = fmax(sres, fabs(sig + (k % 4 == 0 ? pressure_GPa : 0.0)));
+    }
+    double P = (v.virial[0] + v.virial[4] + v.virial[8]) / (3.0 * V) * MDF_EV_PER_A3_IN_GPA;
+    /* cubic again: the three lattice vectors equally long and orthogonal */
+    double len[3], cosmax = 0.0;
+    for (int r = 0; r < 3; r++) len[r] = sqrt(v.cell[3 * r] * v.cell[3 * r] + v.cell[3 * r + 1] * v.cell[3 * r + 1] +
+                                              v.cell[3 * r + 2] * v.cell[3 * r + 2]);
+    for (int r = 0; r < 3; r++)
+        for (int q = r + 1; q < 3; q++) {
+            double d = v.cell[3 * r] * v.cell[3 * q] + v.cell[3 * r + 1] * v.cell[3 * q + 1] +
+                       v.cell[3 * r + 2] * v.cell[3 * q + 2];
+            cosmax = fmax(cosmax, fabs(d / (len[r] * len[q])));
+        }
+    double rel = fabs(a - a_ref) / a_ref;
+    fprintf(stderr, "%s P=%g GPa sys %d: %lld steps, a %.10f (LAMMPS %.10f, rel %.2e), P %.8f GPa, "
+            "|σ+P| %.2e GPa, fmax %.2e, |cos| %.1e\n", method, pressure_GPa, i, (long long)v.step, a, a_ref,
+            rel, P, sres, v.fmax, cosmax);
+    assert_true(v.fmax <= FMAX);
+    assert_true(sres <= SMAX);
+    assert_true(fabs(P - pressure_GPa) <= SMAX);
+    assert_true(rel <= 1e-5);
+    assert_true(fabs(len[0] - len[1]) / len[0] < 1e-4 && fabs(len[0] - len[2]) / len[0] < 1e-4);
+    assert_true(cosmax < 1e-4);
+    if (v_cell_ref > 0.0) assert_true(fabs(V / cells - v_cell_ref) / v_cell_ref <= 3e-5);
+}
+
 /* Relaxes the strained batch with `method` at pressure_GPa and checks each
  * system against the LAMMPS lattice constant a_ref. */
 static void relax_batch(const char *method, double pressure_GPa, double a_ref, int nshards)
@@ -142,38 +200,7 @@ static void relax_batch(const char *method, double pressure_GPa, double a_ref, i
         TU_CALL(mdf_batch_get_system, b, (size_t)i, &v);
         assert_int_equal(v.status, 1);
         steps[i] = v.step;
-        double V = fabs(v.cell[0] * (v.cell[4] * v.cell[8] - v.cell[5] * v.cell[7]) -
-                        v.cell[1] * (v.cell[3] * v.cell[8] - v.cell[5] * v.cell[6]) +
-                        v.cell[2] * (v.cell[3] * v.cell[7] - v.cell[4] * v.cell[6]));
-        double a = cbrt(V / (NC * NC * NC));
-        /* stress σ = -W/V (eV/Å³), pressure -tr σ/3 */
-        double sres = 0.0;
-        for (int k = 0; k < 9; k++) {
-            double sig = -v.virial[k] / V * MDF_EV_PER_A3_IN_GPA;
-            sres = fmax(sres, fabs(sig + (k % 4 == 0 ? pressure_GPa : 0.0)));
-        }
-        double P = (v.virial[0] + v.virial[4] + v.virial[8]) / (3.0 * V) * MDF_EV_PER_A3_IN_GPA;
-        /* cubic again: the three lattice vectors equally long and orthogonal */
-        double len[3], cosmax = 0.0;
-        for (int r = 0; r < 3; r++) len[r] = sqrt(v.cell[3 * r] * v.cell[3 * r] + v.cell[3 * r + 1] * v.cell[3 * r + 1] +
-                                                  v.cell[3 * r + 2] * v.cell[3 * r + 2]);
-        for (int r = 0; r < 3; r++)
-            for (int q = r + 1; q < 3; q++) {
-                double d = v.cell[3 * r] * v.cell[3 * q] + v.cell[3 * r + 1] * v.cell[3 * q + 1] +
-                           v.cell[3 * r + 2] * v.cell[3 * q + 2];
-                cosmax = fmax(cosmax, fabs(d / (len[r] * len[q])));
-            }
-        double rel = fabs(a - a_ref) / a_ref;
-        fprintf(stderr, "%s P=%g GPa sys %d: %lld steps, a %.10f (LAMMPS %.10f, rel %.2e), P %.8f GPa, "
-                "|σ+P| %.2e GPa, fmax %.2e, |cos| %.1e\n", method, pressure_GPa, i, (long long)v.step, a, a_ref,
-                rel, P, sres, v.fmax, cosmax);
-        assert_true(v.fmax <= FMAX);
-        assert_true(sres <= SMAX);
-        assert_true(fabs(P - pressure_GPa) <= SMAX);
-        assert_true(rel <= 1e-5);
-        assert_true(fabs(len[0] - len[1]) / len[0] < 1e-4 && fabs(len[0] - len[2]) / len[0] < 1e-4);
-        assert_true(cosmax < 1e-4);
-        if (pressure_GPa != 0.0) assert_true(fabs(V - g_v1) / g_v1 <= 3e-5);
+        check_relaxed(&v, method, pressure_GPa, i, NC * NC * NC, a_ref, pressure_GPa != 0.0 ? g_v1 / (NC * NC * NC) : 0.0);
     }
     /* independent convergence: not every system needed the same steps */
     int differ = 0;
@@ -207,6 +234,76 @@ static void test_lbfgs_pressure(void **state)
 {
     (void)state;
     relax_batch("lbfgs_cell", 1.0, g_a1, 1);
+}
+
+/* ---- 5. Cu with native EAM, small cells ------------------------------------ */
+
+static const char *potentials(void)
+{
+    const char *d = getenv("MDF_LAMMPS_POTENTIALS");
+    return d ? d : "/usr/share/lammps/potentials";
+}
+
+/* Strained Cu crystals: the 4-atom conventional cell (narrower than the
+ * 4.95 Å cut-off: small cells), expanded; compressed, sheared and jittered;
+ * a 2x2x2 cell sheared the other way and jittered. Relaxed by `method` at
+ * pressure_GPa against LAMMPS's a_ref and volume per cell v_ref. */
+static void relax_cu(const char *method, double pressure_GPa, double a_ref, double v_ref)
+{
+    mdf_frame fr[3] = {tu_fcc(1, 1, 1, 3.70, 29, 0.0, 0.0, 11), tu_fcc(1, 1, 1, 3.52, 29, 0.04, 0.03, 12),
+                       tu_fcc(2, 2, 2, 3.66, 29, -0.03, 0.02, 13)};
+    const int cells[3] = {1, 1, 8};
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, fr, 3, &bc, &b);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/Cu_u3.eam", potentials());
+    mdf_model_config *c;
+    TU_CALL(mdf_model_config_create, "eam", &c);
+    TU_CALL(mdf_model_config_set, c, "file", path);
+    mdf_model *m;
+    TU_CALL(mdf_model_create, c, &m);
+    mdf_model_config_destroy(c);
+    mdf_stage *s = cell_stage(method, pressure_GPa);
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run, s, b, m, &rep);
+    TU_CALL(mdf_batch_sync, b);
+    assert_int_equal(rep.converged, 3);
+    for (int i = 0; i < 3; i++) {
+        mdf_system_view v;
+        TU_CALL(mdf_batch_get_system, b, (size_t)i, &v);
+        assert_int_equal(v.status, 1);
+        check_relaxed(&v, method, pressure_GPa, i, cells[i], a_ref, v_ref);
+    }
+    mdf_stage_destroy(s);
+    mdf_model_destroy(m);
+    mdf_batch_destroy(b);
+    for (int i = 0; i < 3; i++) mdf_frame_free(&fr[i]);
+}
+
+static void test_eam_cu(void **state)
+{
+    (void)state;
+    char setup[2048], probe[1024];
+    snprintf(probe, sizeof probe, "%s/Cu_u3.eam", potentials());
+    FILE *fp = fopen(probe, "r");
+    if (!fp) {
+        fprintf(stderr, "%s not found (lammps-data): skipping the EAM cases\n", probe);
+        skip();
+    }
+    fclose(fp);
+    snprintf(setup, sizeof setup,
+             "lattice fcc 3.615\nregion box block 0 1 0 1 0 1\ncreate_box 1 box\ncreate_atoms 1 box\n"
+             "mass 1 63.546\npair_style eam\npair_coeff 1 1 %s\n", probe);
+    double v0, lx0, v2, lx2;
+    run_lmp_setup(setup, 0.0, &v0, &lx0);
+    run_lmp_setup(setup, 2.0 * GPA_IN_BAR, &v2, &lx2);
+    fprintf(stderr, "LAMMPS Cu_u3.eam: a = %.10f Å at 0 GPa, %.10f Å at 2 GPa\n", lx0, lx2);
+    relax_cu("fire_cell", 0.0, lx0, v0);
+    relax_cu("lbfgs_cell", 0.0, lx0, v0);
+    relax_cu("fire_cell", 2.0, lx2, v2);
+    relax_cu("lbfgs_cell", 2.0, lx2, v2);
 }
 
 static void test_errors(void **state)
@@ -340,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_lbfgs_pressure),
         cmocka_unit_test(test_ase_fire_steps),
         cmocka_unit_test(test_ase_lbfgs_steps),
+        cmocka_unit_test(test_eam_cu),
     };
     if (getenv("MDF_TEST_FILTER")) cmocka_set_test_filter(getenv("MDF_TEST_FILTER"));
     int rc = cmocka_run_group_tests(tests, setup, NULL);
