@@ -211,6 +211,21 @@ static void test_funcfl(void **state)
     free_frames(in, 2);
 }
 
+/* Small periodic cells narrower than the cut-off (2 and 4 atoms): every
+ * image of every neighbour, wide list entries. */
+static void test_small_cells(void **state)
+{
+    (void)state;
+    const int pbc[3] = {1, 1, 1}, zs[2] = {13, 29};
+    const double two[9] = {3.4, 0, 0, 0.7, 3.3, 0, -0.5, 0.6, 3.5};
+    mdf_frame in[3] = {tu_fcc(1, 1, 1, 3.9, 13, 0.1, 0.12, 111), tu_random(2, two, pbc, 2.3, zs, 2, 112),
+                       tu_fcc(1, 1, 1, 4.0, 13, -0.2, 0.15, 113)};
+    occupy(&in[0], 13, 29, 0.5, 114);
+    occupy(&in[2], 13, 29, 0.25, 115);
+    compare("AlCu eam/alloy, small cells", in, 3, "AlCu.eam.alloy", NULL, 0);
+    free_frames(in, 3);
+}
+
 static void test_fs(void **state)
 {
     (void)state;
@@ -342,10 +357,10 @@ int main(void)
         }
         fclose(fp);
     }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_alloy),       cmocka_unit_test(test_funcfl),
-                                       cmocka_unit_test(test_fs),          cmocka_unit_test(test_clusters),
-                                       cmocka_unit_test(test_sliced),      cmocka_unit_test(test_short_lists),
-                                       cmocka_unit_test(test_dynamics)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_alloy),    cmocka_unit_test(test_funcfl),
+                                       cmocka_unit_test(test_fs),       cmocka_unit_test(test_small_cells),
+                                       cmocka_unit_test(test_clusters), cmocka_unit_test(test_sliced),
+                                       cmocka_unit_test(test_short_lists), cmocka_unit_test(test_dynamics)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     printf("# largest CPU/GPU deviations: energy %.2e, forces %.2e, virial %.2e (relative)\n", g_worst[0], g_worst[1],
            g_worst[2]);
