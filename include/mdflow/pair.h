@@ -146,7 +146,8 @@ MDF_PAIR_INLINE void mdf_pair_atom_from_cells(const mdf_pair_ctx *c, int32_t i, 
 /* Atom i of a slice [lo, hi) of a large system: pairs inside the slice once
  * (Newton), pairs with an atom outside half, on i only. j > i comes from the
  * front of the list, j < i from the back. */
-MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32_t lo, int32_t hi, const double *w,
+MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32_t lo, int32_t hi, int wide,
+                                         const double *w,
                                          double *f, const mdf_atom_info *atoms, const uint32_t *nb, int32_t n_up,
                                          int32_t n_down, int32_t M, const mdf_nl_shifts *t, mdf_pair_acc *acc)
 {
@@ -157,7 +158,7 @@ MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32
         int32_t k0 = part ? M - n_down : 0, k1 = part ? M : n_up;
         for (int32_t k = k0; k < k1; k++) {
             double sh[3];
-            int32_t j = mdf_nl_shifts_get(t, nb[k], sh);
+            int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
             int inside = j >= lo && j < hi;
             if (part && inside) continue; /* counted by j's own row, with Newton */
             double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
@@ -169,8 +170,10 @@ MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32
 }
 
 /* The half-list row of atom i of a whole system (each pair once). `virial`
- * is a constant at each call, so the compiler makes a copy without it. */
-MDF_PAIR_INLINE void mdf_pair_atom_list(const mdf_pair_ctx *c, int32_t i, int virial, const double *w, double *f,
+ * and `wide` (entries of small cells) are constants at each call, so the
+ * compiler makes a copy of the loop for each. */
+MDF_PAIR_INLINE void mdf_pair_atom_list(const mdf_pair_ctx *c, int32_t i, int virial, int wide, const double *w,
+                                        double *f,
                                         const mdf_atom_info *atoms, const uint32_t *nb, int32_t n,
                                         const mdf_nl_shifts *t, mdf_pair_acc *acc)
 {
@@ -179,7 +182,7 @@ MDF_PAIR_INLINE void mdf_pair_atom_list(const mdf_pair_ctx *c, int32_t i, int vi
     double fi[3] = {0.0, 0.0, 0.0};
     for (int32_t k = 0; k < n; k++) {
         double sh[3];
-        int32_t j = mdf_nl_shifts_get(t, nb[k], sh);
+        int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
         double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
         mdf_pair_add_full(c, zi, atoms[j].z, d, fi, f + 3 * j, acc, virial);
     }
@@ -215,11 +218,14 @@ MDF_PAIR_INLINE void mdf_pair_system(const mdf_pair_ctx *c, int32_t sidx, const 
         if (l->n_up[li] + l->n_down[li] > M)
             mdf_pair_atom_from_cells(c, i, x, f, atoms, s, sidx, v, &acc, lo, hi);
         else if (slice)
-            mdf_pair_atom_slice(c, i, lo, hi, w, f, atoms, nb, l->n_up[li], l->n_down[li], M, &shift, &acc);
+            mdf_pair_atom_slice(c, i, lo, hi, shift.q != 0, w, f, atoms, nb, l->n_up[li], l->n_down[li], M, &shift,
+                                &acc); /* (the entry test is cheap next to a slice's cross-edge checks) */
+        else if (shift.q) /* wide entries (small cells) */
+            mdf_pair_atom_list(c, i, 1, 1, w, f, atoms, nb, l->n_up[li], &shift, &acc);
         else if (c->virial)
-            mdf_pair_atom_list(c, i, 1, w, f, atoms, nb, l->n_up[li], &shift, &acc);
+            mdf_pair_atom_list(c, i, 1, 0, w, f, atoms, nb, l->n_up[li], &shift, &acc);
         else
-            mdf_pair_atom_list(c, i, 0, w, f, atoms, nb, l->n_up[li], &shift, &acc);
+            mdf_pair_atom_list(c, i, 0, 0, w, f, atoms, nb, l->n_up[li], &shift, &acc);
     }
     r->energy += acc.e;
     if (c->virial)

@@ -627,6 +627,17 @@ MDF_HD int32_t mdf_nl_shifts_get(const mdf_nl_shifts *t, uint32_t e, double sh[3
     return t->base + (int32_t)(e >> t->bits);
 }
 
+/* mdf_nl_shifts_get for 5-bit entries (t->q == 0), without the test: for
+ * loops specialised on the format (the common, large-cell case). */
+MDF_HD int32_t mdf_nl_shifts_get5(const mdf_nl_shifts *t, uint32_t e, double sh[3])
+{
+    const double *c = t->code[e & MDF_NL_IMAGE_MASK];
+    sh[0] = c[0];
+    sh[1] = c[1];
+    sh[2] = c[2];
+    return (int32_t)(e >> MDF_NL_IMAGE_BITS);
+}
+
 /* ---- every image near an atom, from the cells --------------------------- */
 
 /* Visits every (j, n) with |d| < r (squared: r2) around atom i, d as in
