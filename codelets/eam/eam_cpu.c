@@ -21,6 +21,13 @@ static void eam_rows(const mdf_chunk *c, const mdf_sys_info *s, int32_t *i0, int
     *i1 = s->atom_start + s->natoms < c->atom_end ? s->atom_start + s->natoms : c->atom_end;
 }
 
+/* Room for the wrapped positions of the systems chunk c touches, indexed
+ * like the positions (rows before touch_begin unused). */
+static double *eam_wrapped_alloc(const mdf_chunk *c)
+{
+    return (double *)malloc(sizeof(double) * 3 * (size_t)(c->touch_end > 0 ? c->touch_end : 1));
+}
+
 /* One pair: d = r_j - r_i, r2 = |d|²; both: j is one of the chunk's rows
  * too (add to both atoms), else to i only (j's own chunk adds its side). */
 typedef void (*eam_pair_fn)(void *user, int32_t i, int32_t j, const double d[3], double r2, int both);
@@ -31,10 +38,14 @@ typedef void (*eam_pair_fn)(void *user, int32_t i, int32_t j, const double d[3],
  * outside them (a slice of a larger system) from i's side, both = 0. An
  * atom without a list walks its cells instead. */
 /* Inlined into each caller (a constant fn), so the pair arithmetic is too. */
-static inline __attribute__((always_inline)) void eam_pairs(const double *x, const mdf_sys_info *si, int32_t s, const mdf_nl_list_view *l,
-                      const mdf_nl_bins_view *v, int32_t atom_begin, int32_t lo, int32_t hi, double cutsq,
-                      eam_pair_fn fn, void *user)
+static inline __attribute__((always_inline)) void eam_pairs(const double *x, double *w, const mdf_sys_info *si,
+                                                            int32_t s, const mdf_nl_list_view *l,
+                                                            const mdf_nl_bins_view *v, int32_t atom_begin, int32_t lo,
+                                                            int32_t hi, double cutsq, eam_pair_fn fn, void *user)
 {
+    /* Wrapped positions x + o of the system, which its lists index (w is
+     * indexed like x; only the system's rows are written). */
+    for (int32_t k = 3 * si->atom_start; k < 3 * (si->atom_start + si->natoms); k++) w[k] = x[k] + v->offset[k];
     const mdf_nl_grid *g = &v->grid[s];
     mdf_nl_shifts sh;
     mdf_nl_shifts_init(&sh, g, si->cell);
@@ -54,17 +65,16 @@ static inline __attribute__((always_inline)) void eam_pairs(const double *x, con
             }
             continue;
         }
-        mdf_nl_wrapped(x, v->offset, i, xi);
+        for (int q = 0; q < 3; q++) xi[q] = w[3 * (size_t)i + q];
         const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
         for (int part = 0; part < 2; part++) {
             const int32_t k0 = part ? M - l->n_down[li] : 0, k1 = part ? M : l->n_up[li];
             for (int32_t k = k0; k < k1; k++) {
-                double t[3], xj[3];
+                double t[3];
                 const int32_t j = mdf_nl_shifts_get(&sh, nb[k], t);
                 const int inside = j >= lo && j < hi;
                 if (part && inside) continue; /* an up entry of j's */
-                mdf_nl_wrapped(x, v->offset, j, xj);
-                for (int q = 0; q < 3; q++) d[q] = xj[q] + t[q] - xi[q];
+                for (int q = 0; q < 3; q++) d[q] = w[3 * (size_t)j + q] + t[q] - xi[q];
                 const double r2 = mdf_nl_norm2(d[0], d[1], d[2]);
                 if (r2 < cutsq) fn(user, i, j, d, r2, inside);
             }
@@ -79,7 +89,7 @@ typedef struct half_density {
     int32_t atom_begin;
 } half_density;
 
-static inline void add_density_pair(void *user, int32_t i, int32_t j, const double d[3], double r2, int both)
+static inline __attribute__((always_inline)) void add_density_pair(void *user, int32_t i, int32_t j, const double d[3], double r2, int both)
 {
     (void)d;
     half_density *h = (half_density *)user;
@@ -109,7 +119,7 @@ typedef struct half_force {
 
 /* As LAMMPS's pair_eam.cpp compute(): psip = F'(rho_i) rhojp + F'(rho_j)
  * rhoip + phi'(r), the pair's force on i (psip / r) (r_j - r_i). */
-static inline void add_force_pair(void *user, int32_t i, int32_t j, const double d[3], double r2, int both)
+static inline __attribute__((always_inline)) void add_force_pair(void *user, int32_t i, int32_t j, const double d[3], double r2, int both)
 {
     half_force *h = (half_force *)user;
     const mdf_eam_params *p = h->p;
@@ -146,14 +156,20 @@ void mdf_eam_aux_cpu(void *buffers[], void *cl_arg)
     mdf_nl_bins_view v = mdf_nl_bins_map((void *)STARPU_VECTOR_GET_PTR(buffers[4]));
     double *rho = (double *)STARPU_VECTOR_GET_PTR(buffers[5]);
     const mdf_eam_params *p = (const mdf_eam_params *)STARPU_VECTOR_GET_PTR(buffers[6]);
+    double *w = eam_wrapped_alloc(&a->chunk);
     for (int32_t s = a->chunk.sys_begin; s < a->chunk.sys_end; s++) {
+        if (!w) { /* out of memory inside a task: NaN densities make it impossible to miss */
+            for (int32_t i = a->chunk.atom_begin; i < a->chunk.atom_end; i++) rho[i - a->chunk.atom_begin] = NAN;
+            break;
+        }
         if (!mdf_status_in(sys[s].status, a->status_lo, a->status_hi)) continue;
         int32_t i0, i1;
         eam_rows(&a->chunk, &sys[s], &i0, &i1);
         for (int32_t i = i0; i < i1; i++) rho[i - a->chunk.atom_begin] = 0.0;
         half_density h = {p, atoms, rho, a->chunk.atom_begin};
-        eam_pairs(x, &sys[s], s, &l, &v, a->chunk.atom_begin, i0, i1, p->cutsq, add_density_pair, &h);
+        eam_pairs(x, w, &sys[s], s, &l, &v, a->chunk.atom_begin, i0, i1, p->cutsq, add_density_pair, &h);
     }
+    free(w);
 }
 
 void mdf_eam_cpu(void *buffers[], void *cl_arg)
@@ -170,6 +186,7 @@ void mdf_eam_cpu(void *buffers[], void *cl_arg)
     const double *rho = (const double *)STARPU_VECTOR_GET_PTR(buffers[8]);
     /* F'(rho) of the chunk's rows */
     double *fp = (double *)malloc(sizeof(double) * (size_t)(a->chunk.atom_end - a->chunk.atom_begin + 1));
+    double *w = eam_wrapped_alloc(&a->chunk);
     for (int32_t s = a->chunk.sys_begin; s < a->chunk.sys_end; s++) {
         if (!mdf_status_in(sys[s].status, a->status_lo, a->status_hi)) continue;
         int32_t i0, i1;
@@ -179,7 +196,7 @@ void mdf_eam_cpu(void *buffers[], void *cl_arg)
         if (a->want_virial) memset(r->virial, 0, sizeof r->virial);
         r->virial_fresh = a->want_virial != 0;
         if (a->partial) mdf_part_mark(r, MDF_PART_ROWS);
-        if (!fp) { /* out of memory inside a task: make it impossible to miss */
+        if (!fp || !w) { /* out of memory inside a task: make it impossible to miss */
             r->energy = NAN;
             continue;
         }
@@ -190,10 +207,11 @@ void mdf_eam_cpu(void *buffers[], void *cl_arg)
             fp[i - a->chunk.atom_begin] = d;
             f[3 * (size_t)i] = f[3 * (size_t)i + 1] = f[3 * (size_t)i + 2] = 0.0;
         }
-        eam_pairs(x, &sys[s], s, &l, &v, a->chunk.atom_begin, i0, i1, p->cutsq, add_force_pair, &h);
+        eam_pairs(x, w, &sys[s], s, &l, &v, a->chunk.atom_begin, i0, i1, p->cutsq, add_force_pair, &h);
         r->energy += h.e;
         if (a->want_virial)
             for (int k = 0; k < 9; k++) r->virial[k] += h.w[k];
     }
     free(fp);
+    free(w);
 }

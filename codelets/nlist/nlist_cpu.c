@@ -125,14 +125,19 @@ static void list_stats(mdf_nl_list_view *l)
     l->head->max_count = maxc;
 }
 
-/* The atoms of a cell's 3x3x3 neighbourhood, wrapped and translated to the
- * image seen from the cell, in structure-of-arrays form so the distance
- * sweep vectorises. */
+/* The atoms of a cell's neighbourhood (its 3x3x3 block; every cell along a
+ * direction of fewer than three, each atom there through every translation
+ * in [-R_k, R_k]: small cells), wrapped and translated, in
+ * structure-of-arrays form so the distance sweep vectorises. The order is
+ * mdf_nl_pairs's (cells in walk order, atoms in cell order, translations
+ * last), so the lists equal mdf_nl_build_atom's entry for entry. */
 typedef struct candidates {
     int32_t n, cap;
     double *x, *y, *z;
-    uint32_t *entry;   /* (j << 5) | image code (5-bit entries: 3+ cells along periodic directions) */
+    uint32_t *entry;   /* mdf_nl_entry_make */
     int32_t *j;
+    int32_t *self0;    /* j for the translation 0, else -1: i never pairs with itself through 0 */
+    uint8_t *up_self;  /* n's first non-zero component is positive (i's own images: "up") */
     int32_t *hit;      /* candidates within r_list of the current atom */
 } candidates;
 
@@ -143,22 +148,41 @@ static void candidates_free(candidates *c)
     free(c->z);
     free(c->entry);
     free(c->j);
+    free(c->self0);
+    free(c->up_self);
     free(c->hit);
     memset(c, 0, sizeof *c);
 }
 
-static int candidates_reserve(candidates *c, int32_t cap)
+static int candidates_reserve(candidates *c, int64_t cap)
 {
     if (cap <= c->cap) return 1;
     candidates_free(c);
+    if (cap > INT32_MAX) return 0;
     c->hit = malloc(sizeof(int32_t) * (size_t)cap);
     c->x = malloc(sizeof(double) * (size_t)cap);
     c->y = malloc(sizeof(double) * (size_t)cap);
     c->z = malloc(sizeof(double) * (size_t)cap);
     c->entry = malloc(sizeof(uint32_t) * (size_t)cap);
     c->j = malloc(sizeof(int32_t) * (size_t)cap);
-    c->cap = cap;
-    return c->x && c->y && c->z && c->entry && c->j && c->hit;
+    c->self0 = malloc(sizeof(int32_t) * (size_t)cap);
+    c->up_self = malloc((size_t)cap);
+    c->cap = (int32_t)cap;
+    return c->x && c->y && c->z && c->entry && c->j && c->self0 && c->up_self && c->hit;
+}
+
+/* Small cells gather at most this many candidates (about 180 MB); beyond,
+ * atom by atom. */
+#define MDF_NL_GATHER_MAX (1 << 22)
+
+/* Candidates a neighbourhood of system g can hold: its atoms times the
+ * translations tried along its directions of fewer than three cells. */
+static int64_t candidates_needed(const mdf_nl_grid *g, int32_t natoms)
+{
+    int64_t n = natoms;
+    for (int k = 0; k < 3; k++)
+        if (g->periodic[k] && g->n[k] < 3) n *= 2 * (int64_t)g->reach[k] + 1;
+    return n;
 }
 
 static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const mdf_nl_bins_view *v,
@@ -168,17 +192,33 @@ static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const
     mdf_nl_walk_begin(&w, g, cell);
     c->n = 0;
     while (mdf_nl_walk_next_cell(&w, g, cs)) {
-        double sh[3];
-        uint32_t code = mdf_nl_walk_code(&w);
-        mdf_nl_walk_shift(&w, g, sh);
+        int32_t lo[3], hi[3], n[3];
+        for (int k = 0; k < 3; k++) { /* mdf_nl_pairs_ranges */
+            if (!g->periodic[k]) lo[k] = hi[k] = 0;
+            else if (g->n[k] >= 3) lo[k] = hi[k] = w.image[k];
+            else {
+                lo[k] = -g->reach[k];
+                hi[k] = g->reach[k];
+            }
+        }
         for (int32_t p = w.pos; p < w.end; p++) {
             int32_t j = v->sorted[p];
-            c->x[c->n] = pos[3 * j] + v->offset[3 * j] + sh[0];
-            c->y[c->n] = pos[3 * j + 1] + v->offset[3 * j + 1] + sh[1];
-            c->z[c->n] = pos[3 * j + 2] + v->offset[3 * j + 2] + sh[2];
-            c->entry[c->n] = ((uint32_t)j << MDF_NL_IMAGE_BITS) | code;
-            c->j[c->n] = j;
-            c->n++;
+            double xj[3];
+            mdf_nl_wrapped(pos, v->offset, j, xj);
+            for (n[0] = lo[0]; n[0] <= hi[0]; n[0]++)
+                for (n[1] = lo[1]; n[1] <= hi[1]; n[1]++)
+                    for (n[2] = lo[2]; n[2] <= hi[2]; n[2]++) {
+                        double sh[3];
+                        mdf_nl_shift_of(n, g->basis, sh);
+                        c->x[c->n] = xj[0] + sh[0];
+                        c->y[c->n] = xj[1] + sh[1];
+                        c->z[c->n] = xj[2] + sh[2];
+                        c->entry[c->n] = mdf_nl_entry_make(g, j, n);
+                        c->j[c->n] = j;
+                        c->self0[c->n] = (n[0] | n[1] | n[2]) ? -1 : j;
+                        c->up_self[c->n] = (uint8_t)mdf_nl_pair_is_up(0, 0, n);
+                        c->n++;
+                    }
         }
     }
 }
@@ -208,10 +248,12 @@ static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_
             for (int32_t k = 0; k < c->n; k++) {
                 double dx = c->x[k] - xi, dy = c->y[k] - yi, dz = c->z[k] - zi;
                 c->hit[hits] = k;
-                hits += (dx * dx + dy * dy + dz * dz < r_list2) & (c->j[k] != i);
+                hits += (dx * dx + dy * dy + dz * dz < r_list2) & (c->self0[k] != i);
             }
-            for (int32_t h = 0; h < hits; h++)
-                mdf_nl_slot_put(slots, M, c->entry[c->hit[h]], c->j[c->hit[h]] > i, &up, &down);
+            for (int32_t h = 0; h < hits; h++) {
+                const int32_t k = c->hit[h], j = c->j[k];
+                mdf_nl_slot_put(slots, M, c->entry[k], j > i || (j == i && c->up_self[k]), &up, &down);
+            }
             l->n_up[li] = up;
             l->n_down[li] = down;
         }
@@ -246,13 +288,16 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
         int32_t i0 = si->atom_start > c->atom_begin ? si->atom_start : c->atom_begin;
         int32_t i1 = si->atom_start + si->natoms;
         if (i1 > c->atom_end) i1 = c->atom_end;
-        /* A neighbourhood holds at most the whole system. */
-        if (!mdf_nl_images_ambiguous(&v.grid[s]) && candidates_reserve(&cand, si->natoms)) {
+        /* A neighbourhood holds at most the whole system, through the
+         * translations small cells try. */
+        const int64_t need = candidates_needed(&v.grid[s], si->natoms);
+        if (!v.grid[s].lists_off && (need <= si->natoms || need <= MDF_NL_GATHER_MAX) &&
+            candidates_reserve(&cand, need)) {
             build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand);
             continue;
         }
-        /* Periodic directions with fewer than 3 cells (small cells): the images
-         * depend on the pair, tried atom by atom. */
+        /* No room for the candidates, or no lists (every atom walks its
+         * cells): atom by atom, the same entries. */
         const int32_t *cs = v.cell_start + si->atom_start + s;
         for (int32_t i = i0; i < i1; i++) {
             int32_t li = i - c->atom_begin;
