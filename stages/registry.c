@@ -12,6 +12,12 @@
 #include "mdflow/model.h"
 #include "../dataflow/model_internal.h"
 #include "../codelets/lj/lj_codelet.h"
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifdef MDF_HAVE_KIM
+#include "../codelets/kim/kim_internal.h"
+#endif
 #include "velocity_verlet.h"
 #include "langevin.h"
 #include "nose_hoover.h"
@@ -30,6 +36,9 @@ extern const mdf_sink_def mdf_sink_def_host, mdf_sink_def_device, mdf_sink_def_h
 mdf_status mdf_register_builtins(mdf_error *err)
 {
     mdf_status st = mdf_register_model(&mdf_lj_model_def, err);
+#ifdef MDF_HAVE_KIM
+    if (st == MDF_OK) st = mdf_register_model(&mdf_kim_model_def, err);
+#endif
     if (st == MDF_OK) st = mdf_register_method(&mdf_velocity_verlet, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_langevin, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_nose_hoover, err);
