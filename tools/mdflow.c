@@ -29,6 +29,12 @@
 #include "workflow.h"
 #include "mdflow/mdflow.h"
 #include "mdflow/extension.h"
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifdef MDF_HAVE_KIM
+#include "../codelets/kim/kim_internal.h"
+#endif
 
 #ifndef MDF_PKGDATADIR
 #define MDF_PKGDATADIR "/usr/local/share/mdflow"
@@ -86,8 +92,10 @@ static void usage_common(FILE *fp)
             "  --log FILE            per-system CSV log: step,system_id,status,energy_eV,fmax_eV_per_A,\n"
             "                        temperature_K\n"
             "  --log-every N         a CSV row per system every N steps (default: md 10, relax 1)\n"
-            "  --model NAME          interatomic model: lj (Lennard-Jones, default) or any registered\n"
-            "                        model (mdflow models; a plugin's, with --plugin)\n"
+            "  --model NAME          interatomic model: lj (Lennard-Jones, default), kim:NAME (an\n"
+            "                        installed OpenKIM model: mdflow models --kim; NAME:VALUE is --model\n"
+            "                        NAME --param name=VALUE, or file=VALUE for a model with a file) or\n"
+            "                        any registered model (mdflow models; a plugin's, with --plugin)\n"
             "  --param NAME=VALUE    a parameter of the model or of the method (repeatable), e.g.\n"
             "                        --param friction_per_fs=0.02, --param sigma=3.4; a name both take is\n"
             "                        written model.NAME or method.NAME (mdflow models, mdflow methods)\n"
@@ -557,7 +565,8 @@ static mdf_status apply_lj_shorthand(md_options *o, const cli_setting *s, mdf_er
 static mdf_status resolve_settings(md_options *o, mdf_error *err)
 {
     mdf_status st = load_plugins(o, err);
-    if (st == MDF_OK && runner_model_init(&o->model_cfg, o->model, err) != MDF_OK)
+    /* --model NAME:VALUE: the model's file (eam:FILE) or name (kim:NAME). */
+    if (st == MDF_OK && runner_model_init_spec(&o->model_cfg, o->model, err) != MDF_OK)
         st = mdf_error_prefix(err, err->code, "--model %s", o->model);
     if (st == MDF_OK) st = resolve_method(o, err);
     for (int k = 0; st == MDF_OK && k < o->nsettings; k++) {
@@ -919,7 +928,37 @@ static void print_models(void)
         print_table("parameters:", d->params);
         print_table("per element (species:; unset values from the parameters above):", d->species_params);
         print_table("per pair (pairs:):", d->pair_params);
+#ifdef MDF_HAVE_KIM
+        if (!strcmp(d->name, "kim")) {
+            char **names;
+            int n = mdf_kim_model_names(&names);
+            printf("    --model kim:NAME (a workflow's model: {type: kim, name: NAME}): %d KIM portable models are "
+                   "installed%s\n", n > 0 ? n : 0, n > 0 ? " (mdflow models --kim lists them)" : " (install openkim-models)");
+            if (n > 0) mdf_kim_names_free(names, n);
+        }
+#endif
     }
+#ifndef MDF_HAVE_KIM
+    printf("  (kim: OpenKIM models through the KIM API; this mdflow was built without it: install libkim-api-dev and\n"
+           "   openkim-models, then configure and build again)\n");
+#endif
+}
+
+/* mdflow models --kim: the installed KIM portable models, one a line. */
+static int print_kim_models(void)
+{
+#ifdef MDF_HAVE_KIM
+    char **names;
+    int n = mdf_kim_model_names(&names);
+    for (int k = 0; k < n; k++) printf("kim:%s\n", names[k]);
+    if (n > 0) mdf_kim_names_free(names, n);
+    if (n <= 0) fprintf(stderr, "mdflow: no KIM portable model is installed (install openkim-models)\n");
+    return n > 0 ? 0 : 1;
+#else
+    fprintf(stderr, "mdflow: INVALID: this mdflow was built without KIM support: install libkim-api-dev and "
+            "openkim-models (scripts/install-deps.sh), then configure and build again\n");
+    return 2;
+#endif
 }
 
 static int fail(const mdf_error *err)
@@ -1025,10 +1064,12 @@ static int listing_command(int argc, char **argv, void (*print)(void))
         const char *path = NULL;
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
             printf("usage: mdflow %s [--plugin PATH.so ...]\nLists the registered %s with their parameters (name, "
-                   "help, default, range and unit); a plugin's entries are marked with its file.\n", argv[0],
-                   print == print_models ? "models" : "integrators and optimisers");
+                   "help, default, range and unit); a plugin's entries are marked with its file.%s\n", argv[0],
+                   print == print_models ? "models" : "integrators and optimisers",
+                   print == print_models ? "\nmdflow models --kim lists the installed KIM portable models (--model kim:NAME)." : "");
             return 0;
         }
+        if (!strcmp(argv[k], "--kim") && print == print_models) return print_kim_models();
         if (!strcmp(argv[k], "--plugin") && k + 1 < argc) path = argv[++k];
         else if (!strncmp(argv[k], "--plugin=", 9)) path = argv[k] + 9;
         if (!path) {
