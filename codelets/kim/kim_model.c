@@ -170,9 +170,23 @@ static int provided_argument(KIM_ComputeArgumentName a)
            KIM_ComputeArgumentName_Equal(a, KIM_COMPUTE_ARGUMENT_NAME_partialForces);
 }
 
+/* Creating and destroying KIM models loads and unloads their libraries:
+ * one at a time, whatever the model. */
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static mdf_status kim_open_locked(const char *name, KIM_Model **km, KIM_ComputeArguments **ka, mdf_error *err);
+
 /* Creates the KIM model in metal units (Å, eV) and its compute arguments.
  * On failure, *km and *ka are NULL and err says why. */
 static mdf_status kim_open(const char *name, KIM_Model **km, KIM_ComputeArguments **ka, mdf_error *err)
+{
+    pthread_mutex_lock(&create_lock);
+    mdf_status st = kim_open_locked(name, km, ka, err);
+    pthread_mutex_unlock(&create_lock);
+    return st;
+}
+
+static mdf_status kim_open_locked(const char *name, KIM_Model **km, KIM_ComputeArguments **ka, mdf_error *err)
 {
     *km = NULL;
     *ka = NULL;
@@ -208,8 +222,10 @@ static mdf_status kim_open(const char *name, KIM_Model **km, KIM_ComputeArgument
 
 static void kim_close(KIM_Model **km, KIM_ComputeArguments **ka)
 {
+    pthread_mutex_lock(&create_lock);
     if (*ka) KIM_Model_ComputeArgumentsDestroy(*km, ka);
     if (*km) KIM_Model_Destroy(km);
+    pthread_mutex_unlock(&create_lock);
     *km = NULL;
     *ka = NULL;
 }
