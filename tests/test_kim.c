@@ -18,6 +18,7 @@
 #include "config.h"
 #endif
 
+#ifdef MDF_HAVE_KIM
 #define TOL 1e-10
 #define MAXF 8
 
@@ -491,6 +492,8 @@ static void test_errors(void **state)
     mdf_frame_free(&f[0]);
     mdf_frame_free(&f[1]);
 }
+
+#endif /* MDF_HAVE_KIM */
 
 int main(void)
 {

@@ -944,6 +944,14 @@ static void print_models(void)
 #endif
 }
 
+static int fail(const mdf_error *err)
+{
+    fprintf(stderr, "mdflow: %s: %s\n", mdf_status_name(err->code), err->message);
+    /* 2: the input or the command line must change; 1: anything else. */
+    int bad_input = err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE || err->code == MDF_ERR_PHYSICS;
+    return bad_input ? 2 : 1;
+}
+
 /* mdflow models --kim: the installed KIM portable models, one a line. */
 static int print_kim_models(void)
 {
@@ -955,18 +963,12 @@ static int print_kim_models(void)
     if (n <= 0) fprintf(stderr, "mdflow: no KIM portable model is installed (install openkim-models)\n");
     return n > 0 ? 0 : 1;
 #else
-    fprintf(stderr, "mdflow: INVALID: this mdflow was built without KIM support: install libkim-api-dev and "
-            "openkim-models (scripts/install-deps.sh), then configure and build again\n");
-    return 2;
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_error_set(&err, MDF_ERR_INVALID, "this mdflow was built without KIM support: install libkim-api-dev and "
+                  "openkim-models (scripts/install-deps.sh), then configure and build again");
+    return fail(&err);
 #endif
-}
-
-static int fail(const mdf_error *err)
-{
-    fprintf(stderr, "mdflow: %s: %s\n", mdf_status_name(err->code), err->message);
-    /* 2: the input or the command line must change; 1: anything else. */
-    int bad_input = err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE || err->code == MDF_ERR_PHYSICS;
-    return bad_input ? 2 : 1;
 }
 
 static void usage_run(FILE *fp)
