@@ -7,11 +7,11 @@
 #include "kim_internal.h"
 #include "mdflow/kernel/reduce.h"
 
-int mdf_kim_state_get(mdf_kim_state *s, KIM_Model **km, KIM_ComputeArguments **ka, int *locked);
-void mdf_kim_state_release(mdf_kim_state *s, int locked);
 
-/* Growing arrays of a system's particles and lists, kept across systems. */
-typedef struct kim_work {
+/* Growing arrays of a system's particles and lists, kept across systems and
+ * tasks (one per worker). */
+typedef struct mdf_kim_work kim_work;
+struct mdf_kim_work {
     int n, cap;                 /* particles (contributing first, then ghosts) */
     double *x;                  /* 3 * cap */
     double *f;                  /* 3 * cap */
@@ -23,10 +23,11 @@ typedef struct kim_work {
     int *nbr[MDF_KIM_MAX_LISTS];
     size_t nbr_cap[MDF_KIM_MAX_LISTS];
     int off_cap;
-} kim_work;
+};
 
-static void work_free(kim_work *w)
+void mdf_kim_work_free(kim_work *w)
 {
+    if (!w) return;
     free(w->x);
     free(w->f);
     free(w->code);
@@ -38,6 +39,7 @@ static void work_free(kim_work *w)
         free(w->off[l]);
         free(w->nbr[l]);
     }
+    free(w);
 }
 
 static int grow(void **p, size_t bytes)
@@ -288,9 +290,13 @@ void mdf_kim_cpu(void *buffers[], void *cl_arg)
     KIM_Model *km = NULL;
     KIM_ComputeArguments *ka = NULL;
     int locked = 0;
-    int ok = mdf_kim_state_get(p->state, &km, &ka, &locked) == 0;
-    kim_work w;
-    memset(&w, 0, sizeof w);
+    kim_work **slot = NULL;
+    int ok = mdf_kim_state_get(p->state, &km, &ka, &slot, &locked) == 0;
+    if (ok && !*slot && !(*slot = calloc(1, sizeof **slot))) {
+        mdf_kim_state_release(p->state, locked);
+        ok = 0;
+    }
+    kim_work *w = ok ? *slot : NULL;
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         if (!mdf_status_in(sys[s].status, args->status_lo, args->status_hi)) continue;
         memset(f + 3 * (size_t)sys[s].atom_start, 0, sizeof(double) * 3 * (size_t)sys[s].natoms);
@@ -299,9 +305,8 @@ void mdf_kim_cpu(void *buffers[], void *cl_arg)
         res[s].virial_fresh = args->want_virial != 0;
         if (args->partial) mdf_part_mark(&res[s], MDF_PART_TOUCH);
         /* No way to return an error from a task: NaN energies stop a run's checks. */
-        if (!ok || (sys[s].natoms > 0 && kim_system(&w, ka, km, x, atoms, &sys[s], p, f, &res[s], args->want_virial)))
+        if (!ok || (sys[s].natoms > 0 && kim_system(w, ka, km, x, atoms, &sys[s], p, f, &res[s], args->want_virial)))
             res[s].energy = NAN;
     }
     if (ok) mdf_kim_state_release(p->state, locked);
-    work_free(&w);
 }

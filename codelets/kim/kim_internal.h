@@ -46,6 +46,19 @@ void mdf_kim_cpu(void *buffers[], void *cl_arg);
 mdf_kim_state *mdf_kim_state_new(const char *name);
 void mdf_kim_state_free(mdf_kim_state *s);
 
+/* A worker's scratch arrays (particles, bins, lists), kept between tasks. */
+typedef struct mdf_kim_work mdf_kim_work;
+void mdf_kim_work_free(mdf_kim_work *w);
+
+/* The calling worker's KIM objects and scratch slot (created on first use;
+ * -1 if that fails). Callers outside StarPU's workers share one more slot
+ * and hold the lock until mdf_kim_state_release (*locked says so). */
+struct KIM_Model;
+struct KIM_ComputeArguments;
+int mdf_kim_state_get(mdf_kim_state *s, struct KIM_Model **km, struct KIM_ComputeArguments **ka,
+                      mdf_kim_work ***work, int *locked);
+void mdf_kim_state_release(mdf_kim_state *s, int locked);
+
 /* The portable models installed for the KIM API, sorted (a malloc'd array of
  * malloc'd names; mdf_kim_names_free). Returns the count, or -1. */
 int mdf_kim_model_names(char ***names);

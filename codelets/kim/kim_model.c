@@ -236,6 +236,7 @@ struct mdf_kim_state {
     int nslots;                    /* StarPU's workers, and one for callers outside them */
     KIM_Model **models;
     KIM_ComputeArguments **args;
+    mdf_kim_work **work;
 };
 
 mdf_kim_state *mdf_kim_state_new(const char *name)
@@ -247,7 +248,8 @@ mdf_kim_state *mdf_kim_state_new(const char *name)
     s->nslots = STARPU_NMAXWORKERS + 1;
     s->models = calloc((size_t)s->nslots, sizeof *s->models);
     s->args = calloc((size_t)s->nslots, sizeof *s->args);
-    if (!s->models || !s->args) {
+    s->work = calloc((size_t)s->nslots, sizeof *s->work);
+    if (!s->models || !s->args || !s->work) {
         mdf_kim_state_free(s);
         return NULL;
     }
@@ -257,18 +259,17 @@ mdf_kim_state *mdf_kim_state_new(const char *name)
 void mdf_kim_state_free(mdf_kim_state *s)
 {
     if (!s) return;
-    for (int k = 0; s->models && k < s->nslots; k++) kim_close(&s->models[k], &s->args[k]);
+    for (int k = 0; s->models && s->args && k < s->nslots; k++) kim_close(&s->models[k], &s->args[k]);
+    for (int k = 0; s->work && k < s->nslots; k++) mdf_kim_work_free(s->work[k]);
+    free(s->work);
     free(s->models);
     free(s->args);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
-/* The KIM objects of the calling worker (created on first use; NULL if that
- * fails). Callers outside StarPU's workers share the last slot under the
- * lock, which *locked says they then hold. */
-int mdf_kim_state_get(mdf_kim_state *s, KIM_Model **km, KIM_ComputeArguments **ka, int *locked);
-int mdf_kim_state_get(mdf_kim_state *s, KIM_Model **km, KIM_ComputeArguments **ka, int *locked)
+int mdf_kim_state_get(mdf_kim_state *s, KIM_Model **km, KIM_ComputeArguments **ka, mdf_kim_work ***work,
+                      int *locked)
 {
     int w = starpu_worker_get_id();
     int slot = w >= 0 && w < s->nslots - 1 ? w : s->nslots - 1;
@@ -285,11 +286,11 @@ int mdf_kim_state_get(mdf_kim_state *s, KIM_Model **km, KIM_ComputeArguments **k
     }
     *km = s->models[slot];
     *ka = s->args[slot];
+    *work = &s->work[slot];
     if (!*locked) pthread_mutex_unlock(&s->lock);
     return 0;
 }
 
-void mdf_kim_state_release(mdf_kim_state *s, int locked);
 void mdf_kim_state_release(mdf_kim_state *s, int locked)
 {
     if (locked) pthread_mutex_unlock(&s->lock);
