@@ -16,7 +16,9 @@ struct mdf_kim_work {
     double *x;                  /* 3 * cap */
     double *f;                  /* 3 * cap */
     int *code, *contrib, *owner;/* owner: the contributing particle a ghost images */
-    int *bin_next, *bin_head;   /* cell bins: a linked list per bin */
+    int *bin_start;             /* cell bins: particles order[bin_start[b] .. bin_start[b + 1]) */
+    int *order, *binof;         /* particles sorted by bin; each particle's bin */
+    double *xs;                 /* coordinates in bin order */
     int nbins_cap;
     int nlists;
     int *off[MDF_KIM_MAX_LISTS];/* n + 1 offsets per list */
@@ -33,8 +35,10 @@ void mdf_kim_work_free(kim_work *w)
     free(w->code);
     free(w->contrib);
     free(w->owner);
-    free(w->bin_next);
-    free(w->bin_head);
+    free(w->bin_start);
+    free(w->order);
+    free(w->binof);
+    free(w->xs);
     for (int l = 0; l < MDF_KIM_MAX_LISTS; l++) {
         free(w->off[l]);
         free(w->nbr[l]);
@@ -127,8 +131,9 @@ static int build_particles(kim_work *w, const double *x, const mdf_atom_info *at
 }
 
 /* Full neighbour lists of every cutoff (contributing particles, and ghosts
- * for the lists whose model may ask for theirs), from cell bins at least the
- * largest cutoff wide. */
+ * for the lists whose model may ask for theirs), from cell bins about half
+ * the largest cutoff wide, the particles sorted by bin (a counting sort:
+ * each bin's coordinates lie together). */
 static int build_lists(kim_work *w, const mdf_kim_params *p)
 {
     int n = w->n;
@@ -140,48 +145,57 @@ static int build_lists(kim_work *w, const mdf_kim_params *p)
             lo[a] = fmin(lo[a], w->x[3 * i + a]);
             hi[a] = fmax(hi[a], w->x[3 * i + a]);
         }
-    double bin = maxcut > 0.0 ? maxcut : 1.0;
-    int nb[3];
+    double bin = maxcut > 0.0 ? 0.5 * maxcut : 1.0;
+    int nb[3], reach[3];
+    double ext[3];
     for (;;) { /* at most about 2 bins per particle */
         double total = 1.0;
         for (int a = 0; a < 3; a++) {
-            double e = hi[a] - lo[a];
-            nb[a] = (int)fmin(floor(e / bin), 1e6);
+            ext[a] = hi[a] - lo[a];
+            nb[a] = (int)fmin(floor(ext[a] / bin), 1e6);
             if (nb[a] < 1) nb[a] = 1;
             total *= nb[a];
         }
         if (total <= 2.0 * n + 8.0) break;
         bin *= 1.26;
     }
-    int nbins = nb[0] * nb[1] * nb[2];
-    if (nbins > w->nbins_cap) {
-        if (grow((void **)&w->bin_head, sizeof(int) * (size_t)nbins)) return -1;
-        w->nbins_cap = nbins;
+    /* Bins along a are ext / nb >= bin wide: neighbours lie within reach bins. */
+    for (int a = 0; a < 3; a++) {
+        double width = ext[a] / nb[a];
+        reach[a] = width > 0.0 ? (int)ceil(maxcut / width) : 0;
+        if (reach[a] > nb[a] - 1) reach[a] = nb[a] - 1;
     }
-    if (grow((void **)&w->bin_next, sizeof(int) * (size_t)n)) return -1;
-    for (int b = 0; b < nbins; b++) w->bin_head[b] = -1;
-    int *binof = NULL;
-    if (grow((void **)&binof, sizeof(int) * 3 * (size_t)n)) return -1;
-    /* Bins are filled from the back so that each bin lists particles in order. */
-    for (int i = n - 1; i >= 0; i--) {
-        int c[3];
+    int nbins = nb[0] * nb[1] * nb[2];
+    if (nbins + 1 > w->nbins_cap) {
+        if (grow((void **)&w->bin_start, sizeof(int) * (size_t)(nbins + 1))) return -1;
+        w->nbins_cap = nbins + 1;
+    }
+    if (grow((void **)&w->order, sizeof(int) * (size_t)n) || grow((void **)&w->binof, sizeof(int) * 3 * (size_t)n) ||
+        grow((void **)&w->xs, sizeof(double) * 3 * (size_t)n))
+        return -1;
+    memset(w->bin_start, 0, sizeof(int) * (size_t)(nbins + 1));
+    for (int i = 0; i < n; i++) {
+        int *c = w->binof + 3 * i;
         for (int a = 0; a < 3; a++) {
-            double e = hi[a] - lo[a];
-            c[a] = e > 0.0 ? (int)((w->x[3 * i + a] - lo[a]) / e * nb[a]) : 0;
+            c[a] = ext[a] > 0.0 ? (int)((w->x[3 * i + a] - lo[a]) / ext[a] * nb[a]) : 0;
             if (c[a] >= nb[a]) c[a] = nb[a] - 1;
             if (c[a] < 0) c[a] = 0;
-            binof[3 * i + a] = c[a];
         }
-        int b = (c[2] * nb[1] + c[1]) * nb[0] + c[0];
-        w->bin_next[i] = w->bin_head[b];
-        w->bin_head[b] = i;
+        w->bin_start[(c[2] * nb[1] + c[1]) * nb[0] + c[0] + 1]++;
     }
+    for (int b = 0; b < nbins; b++) w->bin_start[b + 1] += w->bin_start[b];
+    for (int i = 0; i < n; i++) { /* stable: each bin in particle order */
+        const int *c = w->binof + 3 * i;
+        int b = (c[2] * nb[1] + c[1]) * nb[0] + c[0];
+        int k = w->bin_start[b]++;
+        w->order[k] = i;
+        memcpy(w->xs + 3 * k, w->x + 3 * i, sizeof(double) * 3);
+    }
+    for (int b = nbins; b > 0; b--) w->bin_start[b] = w->bin_start[b - 1];
+    w->bin_start[0] = 0;
     if (n + 1 > w->off_cap) {
         for (int l = 0; l < MDF_KIM_MAX_LISTS; l++)
-            if (grow((void **)&w->off[l], sizeof(int) * (size_t)(n + 1))) {
-                free(binof);
-                return -1;
-            }
+            if (grow((void **)&w->off[l], sizeof(int) * (size_t)(n + 1))) return -1;
         w->off_cap = n + 1;
     }
     w->nlists = p->nlists;
@@ -192,39 +206,36 @@ static int build_lists(kim_work *w, const mdf_kim_params *p)
         for (int i = 0; i < n; i++) {
             off[i] = (int)used;
             if (!w->contrib[i] && !p->ghost_lists[l]) continue;
-            const double *xi = w->x + 3 * i;
-            const int *ci = binof + 3 * i;
-            for (int dz = -1; dz <= 1; dz++) {
-                int cz = ci[2] + dz;
+            const double xi0 = w->x[3 * i], xi1 = w->x[3 * i + 1], xi2 = w->x[3 * i + 2];
+            const int *ci = w->binof + 3 * i;
+            for (int cz = ci[2] - reach[2]; cz <= ci[2] + reach[2]; cz++) {
                 if (cz < 0 || cz >= nb[2]) continue;
-                for (int dy = -1; dy <= 1; dy++) {
-                    int cy = ci[1] + dy;
+                for (int cy = ci[1] - reach[1]; cy <= ci[1] + reach[1]; cy++) {
                     if (cy < 0 || cy >= nb[1]) continue;
-                    for (int dx = -1; dx <= 1; dx++) {
-                        int cx = ci[0] + dx;
-                        if (cx < 0 || cx >= nb[0]) continue;
-                        for (int j = w->bin_head[(cz * nb[1] + cy) * nb[0] + cx]; j >= 0; j = w->bin_next[j]) {
-                            if (j == i) continue;
-                            const double *xj = w->x + 3 * j;
-                            double d0 = xj[0] - xi[0], d1 = xj[1] - xi[1], d2 = xj[2] - xi[2];
-                            if (d0 * d0 + d1 * d1 + d2 * d2 > rc2) continue;
-                            if (used == w->nbr_cap[l]) {
-                                size_t cap = used ? 2 * used : 4096;
-                                if (grow((void **)&w->nbr[l], sizeof(int) * cap)) {
-                                    free(binof);
-                                    return -1;
-                                }
-                                w->nbr_cap[l] = cap;
-                            }
-                            w->nbr[l][used++] = j;
-                        }
+                    int x0 = ci[0] - reach[0] < 0 ? 0 : ci[0] - reach[0];
+                    int x1 = ci[0] + reach[0] >= nb[0] ? nb[0] - 1 : ci[0] + reach[0];
+                    int row = (cz * nb[1] + cy) * nb[0];
+                    /* Bins x0..x1 of a row are one range of the sorted particles. */
+                    int k0 = w->bin_start[row + x0], k1 = w->bin_start[row + x1 + 1];
+                    if (used + (size_t)(k1 - k0) > w->nbr_cap[l]) {
+                        size_t cap = w->nbr_cap[l] ? w->nbr_cap[l] : 4096;
+                        while (cap < used + (size_t)(k1 - k0)) cap *= 2;
+                        if (grow((void **)&w->nbr[l], sizeof(int) * cap)) return -1;
+                        w->nbr_cap[l] = cap;
+                    }
+                    int *out = w->nbr[l];
+                    for (int k = k0; k < k1; k++) {
+                        double d0 = w->xs[3 * k] - xi0, d1 = w->xs[3 * k + 1] - xi1, d2 = w->xs[3 * k + 2] - xi2;
+                        int j = w->order[k];
+                        /* Branch-free append; j == i is at distance 0 and dropped. */
+                        out[used] = j;
+                        used += (d0 * d0 + d1 * d1 + d2 * d2 <= rc2) & (j != i);
                     }
                 }
             }
         }
         off[n] = (int)used;
     }
-    free(binof);
     return 0;
 }
 
