@@ -78,14 +78,13 @@ static mdf_status check_system(const mdf_compute *c, size_t i, mdf_error *err)
     for (int k = 0; k < 3 && !mdf_model_own_neighbours(c->m); k++) {
         if (!s->pbc[k]) continue;
         double width = mdf_perpendicular_width(s->inv_cell, k);
-        if (c->r_list > 0.5 * width)
-            return mdf_error_set(
-                err, MDF_ERR_INVALID,
-                "system %zu (id %lld): cutoff + skin = %g + %g = %g Å exceeds half the periodic width "
-                "(%g Å) along lattice vector %d: use cutoff + skin <= %g Å, or replicate the cell to "
-                "at least %g Å across (e.g. ase.build.make_supercell)",
-                i, (long long)s->id, mdf_model_cutoff(c->m), c->cfg.skin, c->r_list, width, k + 1,
-                0.5 * width, 2.0 * c->r_list);
+        if (!(c->r_list <= MDF_NL_MAX_REACH * width))
+            return mdf_error_set(err, MDF_ERR_INVALID,
+                                 "system %zu (id %lld): cutoff + skin = %g + %g = %g Å is more than %d times the "
+                                 "periodic width (%g Å) along lattice vector %d: replicate the cell to at least %g Å "
+                                 "across (e.g. ase.build.make_supercell)",
+                                 i, (long long)s->id, mdf_model_cutoff(c->m), c->cfg.skin, c->r_list, MDF_NL_MAX_REACH,
+                                 width, k + 1, c->r_list / MDF_NL_MAX_REACH);
     }
     return MDF_OK;
 }
@@ -255,11 +254,26 @@ static int32_t auto_chunk_atoms(const mdf_batch *b)
     return (int32_t)(t < MDF_CHUNK_MIN ? MDF_CHUNK_MIN : t > MDF_CHUNK_MAX ? MDF_CHUNK_MAX : t);
 }
 
+/* Whether some periodic system of the batch is narrower than 2 r_list
+ * along a direction: its atoms see several images of a neighbour (and of
+ * themselves), so their list counts are not bounded by the atom count. */
+static int batch_has_small_cells(const mdf_batch *b, double r_list)
+{
+    for (size_t i = 0; i < b->nsys; i++) {
+        const mdf_sys_info *s = &b->sys[b->sys_slot[i]];
+        for (int k = 0; k < 3; k++)
+            if (s->pbc[k] && r_list > 0.5 * mdf_perpendicular_width(s->inv_cell, k)) return 1;
+    }
+    return 0;
+}
+
 /* Slots per atom: the neighbours of the densest expected packing plus 20%,
- * but never more than a list can hold: r_list is at most half of every
- * periodic width, so a neighbour appears once, and a system of n atoms gives
- * an atom at most n - 1 of them. A system never outgrows its shard (refills
- * included), so the largest shard capacity bounds every list. Worked out in
+ * but never more than a list can hold. When every periodic width is at
+ * least 2 r_list, a neighbour appears once, and a system of n atoms gives
+ * an atom at most n - 1 of them; a system never outgrows its shard (refills
+ * included), so the largest shard capacity bounds every list. Small cells
+ * (several images per neighbour) lift that bound; one refilled later into a
+ * batch that had none walks its cells when its lists overflow. Worked out in
  * double: the sphere alone passes INT32_MAX from a cutoff of about 2600 Å. */
 static int32_t list_slots(const mdf_model *m, const mdf_batch *b, double r_list)
 {
@@ -267,7 +281,7 @@ static int32_t list_slots(const mdf_model *m, const mdf_batch *b, double r_list)
     for (int k = 0; k < b->nshards; k++)
         if (b->shards[k].atom_cap > cap) cap = b->shards[k].atom_cap;
     double n = ceil(1.2 * m->density_hint * 4.0 / 3.0 * M_PI * r_list * r_list * r_list) + 8.0;
-    double most = (double)(cap > 1 ? cap - 1 : 1);
+    double most = batch_has_small_cells(b, r_list) ? (double)INT32_MAX / 2 : (double)(cap > 1 ? cap - 1 : 1);
     return (int32_t)(n < most ? n : most); /* a NaN hint gives most too */
 }
 
@@ -603,11 +617,12 @@ mdf_status mdf_compute_check_frame(const mdf_model *m, double skin, const mdf_fr
     for (int k = 0; k < 3; k++) {
         if (!f->pbc[k]) continue;
         double width = mdf_perpendicular_width(inv, k);
-        if (r_list > 0.5 * width)
+        if (!(r_list <= MDF_NL_MAX_REACH * width))
             return mdf_error_set(err, MDF_ERR_INVALID,
-                                 "system %zu (id %lld): cutoff + skin = %g Å exceeds half the periodic width (%g Å) "
-                                 "along lattice vector %d: use cutoff + skin <= %g Å, or replicate the cell",
-                                 index, (long long)id, r_list, width, k + 1, 0.5 * width);
+                                 "system %zu (id %lld): cutoff + skin = %g Å is more than %d times the periodic width "
+                                 "(%g Å) along lattice vector %d: replicate the cell to at least %g Å across",
+                                 index, (long long)id, r_list, MDF_NL_MAX_REACH, width, k + 1,
+                                 r_list / MDF_NL_MAX_REACH);
     }
     return MDF_OK;
 }

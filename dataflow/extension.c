@@ -618,12 +618,12 @@ mdf_status mdf_model_from_setup(const mdf_model_def *d, mdf_model_setup *s, mdf_
     m->all_pairs_small = s->all_pairs_small;
     m->all_pairs_ratio = s->all_pairs_ratio;
     for (int z = 0; z < 128; z++) m->known_z[z] = s->all_elements ? z >= 1 && z <= 118 : s->known_z[z] != 0;
+    memcpy(m->missing_element_hint, s->missing_element_hint, sizeof m->missing_element_hint);
+    m->missing_element_hint[sizeof m->missing_element_hint - 1] = '\0';
     m->fingerprint_skip_off = s->fingerprint_skip_off;
     m->fingerprint_skip_len = s->fingerprint_skip_len;
     if (s->label[0]) snprintf(m->label, sizeof m->label, "%s", s->label);
     else snprintf(m->label, sizeof m->label, "the %s model", d->name);
-    snprintf(m->missing_element_hint, sizeof m->missing_element_hint, "%s",
-             s->missing_element_hint[0] ? s->missing_element_hint : "add it to the model's species");
     starpu_vector_data_register(&m->params, STARPU_MAIN_RAM, (uintptr_t)m->blob, 1, s->blob_size);
     starpu_data_set_name(m->params, cl->name);
     *out = m;
@@ -670,7 +670,8 @@ mdf_status mdf_model_element_error(const mdf_model *m, size_t index, long long i
                                    mdf_error *err)
 {
     return mdf_error_set(err, MDF_ERR_INVALID, "system %zu (id %lld), atom %lld: element %s (Z=%d) has no parameters "
-                         "in %s: %s", index, id, atom, mdf_element_symbol(z), z, m->label, m->missing_element_hint);
+                         "in %s: %s", index, id, atom, mdf_element_symbol(z), z, m->label,
+                         mdf_model_missing_element_hint(m));
 }
 
 /* ---- plugins --------------------------------------------------------------------- */

@@ -40,11 +40,11 @@ struct mdf_model {
     double all_pairs_ratio;       /* ...else when all pairs are at most this
                                    * many times the pairs within the list radius */
     int known_z[128];             /* 1 where the model has the element */
+    char missing_element_hint[512]; /* the setup's advice for another element ("": the default) */
     /* Bytes of the parameters that checkpoints' fingerprints leave out: a
      * machine setting, not physics (the LJ model's CPU instruction set). */
     size_t fingerprint_skip_off, fingerprint_skip_len;
     char label[320];              /* setup's label, or "the NAME model" */
-    char missing_element_hint[256];
 };
 
 /* The radius of mdflow's neighbour lists for this model: cutoff + skin, or
@@ -62,6 +62,12 @@ int mdf_model_insert(const mdf_model *m, const mdf_model_task *t);
 /* Submits the auxiliary pass of one chunk, writing `aux_rows` (the chunk's
  * rows, or the shard's whole array when the chunk is the shard's only one). */
 int mdf_model_insert_aux(const mdf_model *m, const mdf_model_task *t, starpu_data_handle_t aux_rows);
+/* What a system with an element the model lacks is told after "...has no
+ * parameters in the NAME model: ". */
+static inline const char *mdf_model_missing_element_hint(const mdf_model *m)
+{
+    return m->missing_element_hint[0] ? m->missing_element_hint : "add it to the model's species";
+}
 /* Doubles per atom of the model's auxiliary pass (0: none). */
 static inline int32_t mdf_model_aux_per_atom(const mdf_model *m) { return m->aux_cl ? m->def->aux_per_atom : 0; }
 

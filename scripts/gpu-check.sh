@@ -10,7 +10,8 @@
 #       network is used: missing build packages are named, not installed.
 #   scripts/gpu-check.sh test
 #       The CUDA tests of build-cuda/ (test_cuda_wiring.sh, test_cuda,
-#       test_cuda_stage, test_cuda_runs, test_cuda_plugin) on the GPU; a table and gpu-tests.json.
+#       test_cuda_stage, test_cuda_runs, test_cuda_plugin, test_cuda_eam) on
+#       the GPU; a table and gpu-tests.json.
 #   scripts/gpu-check.sh bench
 #       bench/gpu_bench.py: in.lj 32k and 1 M atoms, 1,000 and 8,000 clusters,
 #       each on the CPUs only, the GPU, and both; a table and gpu.json.
@@ -80,7 +81,7 @@ phase_build() {
     die "no CUDA-enabled StarPU at $prefix: give its source (scripts/gpu-check.sh build PATH)"
   fi
   MDF_CUDA=1 MDF_CONFIGURE_ARGS=--enable-tests STARPU_CUDA_PREFIX=$prefix "$top/scripts/build.sh" || die "mdflow build failed"
-  (cd "$build" && make -j"$(nproc)" tests/test_cuda tests/test_cuda_stage tests/test_cuda_runs tests/test_cuda_plugin \
+  (cd "$build" && make -j"$(nproc)" tests/test_cuda tests/test_cuda_stage tests/test_cuda_runs tests/test_cuda_plugin tests/test_cuda_eam \
     tests/plugins/mdflow-example-plugin.la >/dev/null) ||
     die "building the CUDA tests failed"
   echo "1 passed, 0 failed"
@@ -91,18 +92,24 @@ phase_build() {
 phase_bundle() {
   local dir=${1:-$top/.bundle}
   [ -x "$build/.libs/mdflow" ] || [ -x "$build/mdflow" ] || die "no build in $build: run MDF_CUDA=1 scripts/build.sh first"
-  (cd "$build" && make -j"$(nproc)" tests/test_cuda tests/test_cuda_stage tests/test_cuda_runs tests/test_cuda_plugin \
+  (cd "$build" && make -j"$(nproc)" tests/test_cuda tests/test_cuda_stage tests/test_cuda_runs tests/test_cuda_plugin tests/test_cuda_eam \
     tests/plugins/mdflow-example-plugin.la >/dev/null) ||
     die "building the CUDA tests failed"
   rm -rf "$dir"; mkdir -p "$dir/bin" "$dir/lib" "$dir/bench" "$dir/results"
   local real
-  for p in mdflow tests/test_cuda tests/test_cuda_stage tests/test_cuda_runs tests/test_cuda_plugin; do
+  for p in mdflow tests/test_cuda tests/test_cuda_stage tests/test_cuda_runs tests/test_cuda_plugin tests/test_cuda_eam; do
     real=$build/$(dirname "$p")/.libs/$(basename "$p")
     [ -x "$real" ] || real=$build/$p
     cp "$real" "$dir/bin/$(basename "$p")"
   done
   mkdir -p "$dir/plugins"
   cp "$build/tests/plugins/.libs/mdflow-example-plugin.so" "$dir/plugins/" # test_cuda_plugin's
+  # test_cuda_eam's potentials (LAMMPS's files: the GPU node may have no LAMMPS).
+  mkdir -p "$dir/potentials"
+  for f in AlCu.eam.alloy Cu_u3.eam NiAlH_jea.eam.fs; do
+    cp "${MDF_LAMMPS_POTENTIALS:-/usr/share/lammps/potentials}/$f" "$dir/potentials/" ||
+      die "no $f for test_cuda_eam (install lammps-data, or set MDF_LAMMPS_POTENTIALS)"
+  done
   cp "$top"/bench/gpu_bench.py "$top"/bench/mdbench.py "$dir/bench/"
   cp -r "$top/include" "$dir/include" # bench reads units.h
   # Every library the programs load, but glibc's and CUDA's: the driver and
@@ -136,6 +143,8 @@ run_env() {
   # test_cuda_plugin loads the example plugin the build (or the bundle) holds.
   if [ -n "$bundle" ]; then export MDF_TEST_PLUGIN=$bundle/plugins/mdflow-example-plugin.so
   else export MDF_TEST_PLUGIN=$build/tests/plugins/.libs/mdflow-example-plugin.so; fi
+  # test_cuda_eam reads LAMMPS's EAM files: the bundle's copies there.
+  if [ -n "$bundle" ]; then export MDF_LAMMPS_POTENTIALS=$bundle/potentials; fi
   export STARPU_HOME=${STARPU_HOME:-$out/starpu-home} STARPU_SILENT=1 STARPU_WORKERS_NOBIND=1
   mkdir -p "$out" "$STARPU_HOME"
 }
@@ -148,7 +157,7 @@ phase_test() {
   run_env
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu-check: GPU: /'
   local pass=0 fail=0 skip=0 json="" rc t0 t1 res secs
-  local tests=(tests/test_cuda tests/test_cuda_stage tests/test_cuda_runs tests/test_cuda_plugin)
+  local tests=(tests/test_cuda tests/test_cuda_stage tests/test_cuda_runs tests/test_cuda_plugin tests/test_cuda_eam)
   if [ -z "$bundle" ]; then tests=(tests/test_cuda_wiring.sh "${tests[@]}"); fi
   for t in "${tests[@]}"; do
     local name log

@@ -12,6 +12,7 @@
 #include "mdflow/model.h"
 #include "../dataflow/model_internal.h"
 #include "../codelets/lj/lj_codelet.h"
+#include "../codelets/eam/eam_codelet.h"
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -27,6 +28,7 @@
 #include "fire2.h"
 #include "gd.h"
 #include "lbfgs.h"
+#include "cell_relax.h"
 
 /* Built-in hooks (one file each in stages/hooks/) and sinks (io/sink.c) by name. */
 extern const mdf_hook_def mdf_hook_def_log, mdf_hook_def_nan_check, mdf_hook_def_force_clamp, mdf_hook_def_drift,
@@ -36,6 +38,7 @@ extern const mdf_sink_def mdf_sink_def_host, mdf_sink_def_device, mdf_sink_def_h
 mdf_status mdf_register_builtins(mdf_error *err)
 {
     mdf_status st = mdf_register_model(&mdf_lj_model_def, err);
+    if (st == MDF_OK) st = mdf_register_model(&mdf_eam_model_def, err);
 #ifdef MDF_HAVE_KIM
     if (st == MDF_OK) st = mdf_register_model(&mdf_kim_model_def, err);
 #endif
@@ -48,6 +51,8 @@ mdf_status mdf_register_builtins(mdf_error *err)
     if (st == MDF_OK) st = mdf_register_method(&mdf_fire2, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_gd, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_lbfgs, err);
+    if (st == MDF_OK) st = mdf_register_method(&mdf_fire_cell, err);
+    if (st == MDF_OK) st = mdf_register_method(&mdf_lbfgs_cell, err);
     if (st == MDF_OK) st = mdf_register_hook(&mdf_hook_def_log, err);
     if (st == MDF_OK) st = mdf_register_hook(&mdf_hook_def_nan_check, err);
     if (st == MDF_OK) st = mdf_register_hook(&mdf_hook_def_force_clamp, err);

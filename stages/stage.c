@@ -202,12 +202,14 @@ mdf_status mdf_stage_add_part_criterion(mdf_stage *s, int k, mdf_criterion_kind 
     mdf_status st = check_part(s, k, err);
     if (st != MDF_OK) return st;
     mdf_converge_part *c = &s->parts[k].crit;
+    static const char *const names[] = {"fmax (eV/Å)", "energy-change (eV)", "steps", "smax (GPa)"};
     if (!(threshold >= 0.0) || !isfinite(threshold))
-        return mdf_error_set(err, MDF_ERR_INVALID, "a convergence threshold must be finite and >= 0 (got %g)",
-                             threshold);
+        return mdf_error_set(err, MDF_ERR_INVALID, "a convergence threshold must be finite and >= 0 (got %g for %s)",
+                             threshold, (unsigned)kind < 4 ? names[kind] : "an unknown criterion");
     switch (kind) {
     case MDF_CRITERION_FMAX: c->mask |= MDF_CRIT_FMAX; c->fmax_thr = threshold; break;
     case MDF_CRITERION_ENERGY_CHANGE: c->mask |= MDF_CRIT_DE; c->de_thr = threshold; break;
+    case MDF_CRITERION_SMAX: c->mask |= MDF_CRIT_SMAX; c->smax_thr = threshold / MDF_EV_PER_A3_IN_GPA; break;
     case MDF_CRITERION_STEPS:
         if (threshold != floor(threshold))
             return mdf_error_set(err, MDF_ERR_INVALID, "a step budget must be a whole number of steps (got %g)",
@@ -348,6 +350,41 @@ static double now_seconds(void)
 
 static int part_checks(const stage_part *p) { return p->crit.mask != 0 || p->crit.budget > 0; }
 
+/* The target pressure of a part's SMAX criterion, eV/Å³: its method's
+ * double parameter pressure_GPa (the variable-cell optimisers'), else 0. */
+static double part_pressure(const stage_part *p)
+{
+    if (!p->method || !p->method->params || !p->mparams) return 0.0;
+    for (const mdf_param_def *d = p->method->params; d->name; d++)
+        if (d->type == MDF_PARAM_TYPE_DOUBLE && strcmp(d->name, "pressure_GPa") == 0) {
+            double v;
+            memcpy(&v, (const char *)p->mparams + d->offset, sizeof v);
+            return v / MDF_EV_PER_A3_IN_GPA;
+        }
+    return 0.0;
+}
+
+/* Parts whose method relaxes the cell (an optimiser that changes it) need
+ * systems periodic in x, y and z: the error names the first that is not. */
+static mdf_status check_cell_systems(const mdf_stage *s, const mdf_batch *b, mdf_error *err)
+{
+    for (int p = 0; p < s->nparts; p++) {
+        const mdf_method *m = s->parts[p].method;
+        if (!mdf_method_has(m, MDF_METHOD_CELL) || !mdf_method_has(m, MDF_METHOD_OPTIMISER)) continue;
+        for (size_t i = 0; i < b->nsys; i++) {
+            const mdf_sys_info *si = &b->sys[b->sys_slot[i]];
+            if (si->status != s->parts[p].cfg.status) continue;
+            if (si->pbc[0] && si->pbc[1] && si->pbc[2]) continue;
+            return mdf_error_set(err, MDF_ERR_INVALID,
+                                 "system %zu (id %lld) is not periodic in x, y and z (pbc %d %d %d): '%s' relaxes "
+                                 "the cell and needs a periodic cell; relax it with a fixed-cell optimiser "
+                                 "(fire, lbfgs) instead",
+                                 i, (long long)si->id, si->pbc[0], si->pbc[1], si->pbc[2], m->name);
+        }
+    }
+    return MDF_OK;
+}
+
 static int hook_due(const mdf_hook *h, mdf_hook_point point, int64_t step)
 {
     if (h->point != point) return 0;
@@ -405,6 +442,7 @@ static mdf_status submit_converge(stage_run *r, int k, int only_entered, mdf_err
     for (int p = 0; p < s->nparts; p++) {
         a.part[p] = s->parts[p].crit;
         a.part[p].target = s->parts[p].cfg.converged_status;
+        a.part[p].pressure = part_pressure(&s->parts[p]);
     }
     int ret = mdf_insert_converge(sh->force, sh->sys, sh->res, sh->state, &a);
     if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "could not submit the convergence check (%d)", ret);
@@ -456,8 +494,9 @@ static mdf_status submit_census(stage_run *r, int k, int64_t step, mdf_error *er
     return MDF_OK;
 }
 
-/* The error for a system whose cell a method shrank below twice the list
- * radius (MDF_SYS_CELL_TOO_SMALL); `slot` finds its batch index. */
+/* The error for a system whose cell a method shrank below the list radius
+ * over MDF_NL_MAX_REACH (MDF_SYS_CELL_TOO_SMALL); `slot` finds its batch
+ * index. */
 static void small_cell_message(const stage_run *r, int64_t slot, const mdf_sys_info *si, char *msg, size_t n)
 {
     size_t index = 0;
@@ -465,13 +504,12 @@ static void small_cell_message(const stage_run *r, int64_t slot, const mdf_sys_i
     int axis = 0;
     double width = mdf_periodic_width(si, &axis), cutoff = mdf_model_cutoff(r->m);
     snprintf(msg, n,
-             "system %zu (id %lld): the barostat shrank its cell below twice the neighbour-list radius by step "
-             "%lld: its periodic width is %.6g Å along lattice vector %d, but cutoff + skin = %g + %g = %g Å "
-             "needs at least %g Å (beyond that the lists miss pairs and energies are wrong): replicate the cell "
-             "to well over %g Å across (the barostat needs room), lower the cutoff or skin, or lower the target "
-             "pressure",
-             index, (long long)si->id, (long long)si->step, width, axis + 1, cutoff, r->r_list - cutoff, r->r_list,
-             2.0 * r->r_list, 2.0 * r->r_list);
+             "system %zu (id %lld): the barostat or cell optimiser shrank its cell by step %lld to a periodic width of %.6g Å "
+             "along lattice vector %d, under 1/%d of cutoff + skin = %g + %g = %g Å (the narrowest cell the "
+             "neighbour lists take is %g Å): the cell collapsed; lower the target pressure or the barostat's "
+             "coupling, or replicate the cell",
+             index, (long long)si->id, (long long)si->step, width, axis + 1, MDF_NL_MAX_REACH, cutoff,
+             r->r_list - cutoff, r->r_list, r->r_list / MDF_NL_MAX_REACH);
 }
 
 /* Stops the run at the first flagged system of the stage's. */
@@ -993,6 +1031,7 @@ static uint64_t stage_hash(const mdf_stage *s, char *text, size_t size)
         h = mdf_hash_f64(h, part->crit.de_thr);
         h = mdf_hash_i64(h, part->crit.steps_thr);
         h = mdf_hash_i64(h, part->crit.budget);
+        if (part->crit.mask & MDF_CRIT_SMAX) h = mdf_hash_f64(h, part->crit.smax_thr);
         h = mdf_hash_i64(h, part->nhooks);
         for (int k = 0; k < part->nhooks; k++) {
             const mdf_hook *hk = part->hooks[k];
@@ -1205,7 +1244,8 @@ static mdf_status restore_run(stage_run *r, const mdf_ckpt *ck, mdf_error *err)
 static int run_needs_virial(const mdf_stage *s)
 {
     for (int p = 0; p < s->nparts; p++)
-        if (mdf_method_has(s->parts[p].method, MDF_METHOD_NEEDS_VIRIAL)) return 1;
+        if (mdf_method_has(s->parts[p].method, MDF_METHOD_NEEDS_VIRIAL) || (s->parts[p].crit.mask & MDF_CRIT_SMAX))
+            return 1;
     return 0;
 }
 
@@ -1220,6 +1260,8 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     int32_t lo = s->parts[0].cfg.status, hi = s->parts[s->nparts - 1].cfg.status;
     int64_t atoms0, exit0, flagged0;
     count_systems(b, lo, hi, mdf_stage_exit_status(s), &atoms0, &exit0, &flagged0);
+    st = check_cell_systems(s, b, err);
+    if (st != MDF_OK) return st;
     /* A resumed run's states are the checkpoint's, claimed when it began. */
     st = resume ? MDF_OK : claim_states(b, s, err);
     if (st == MDF_OK) st = clear_cell_flags(b, err);

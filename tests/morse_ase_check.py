@@ -4,7 +4,8 @@ MorsePotential (ase.calculators.morse, ASE 3.22).
 
     morse_ase_check.py gen OUT.xyz R0 CUTOFF
         random open clusters and periodic crystals (fcc, cubic and
-        triclinic, jittered) with no two atoms closer than 0.75 R0 and no
+        triclinic, jittered; three of 1, 2 and 4 atoms per cell, narrower
+        than the cut-off) with no two atoms closer than 0.75 R0 and no
         pair distance within BAND of CUTOFF (see below).
     morse_ase_check.py check RESULT.xyz D A R0 CUTOFF SHIFT
         every frame's energy, forces and "virial" key (mdflow's results)
@@ -73,6 +74,11 @@ def gen(path, r0, cutoff):
     frames.append(crystal(rng, bulk("Cu", "fcc", a=a, cubic=True), (4, 4, 4), 0.08, cutoff))
     frames.append(crystal(rng, bulk("Cu", "fcc", a=a), (7, 7, 7), 0.1, cutoff, strain=0.03))
     frames.append(crystal(rng, bulk("Cu", "fcc", a=1.05 * a, cubic=True), (4, 4, 4), 0.15, cutoff))
+    # small periodic cells (1, 2 and 4 atoms, strained to triclinic), 1.5 to
+    # 3 times narrower than the cut-off: several images of every neighbour
+    frames.append(crystal(rng, bulk("Cu", "fcc", a=a), (1, 1, 1), 0.0, cutoff, strain=0.04))
+    frames.append(crystal(rng, bulk("Cu", "bcc", a=1.16 * r0, cubic=True), (1, 1, 1), 0.1, cutoff, strain=0.05))
+    frames.append(crystal(rng, bulk("Cu", "fcc", a=a, cubic=True), (1, 1, 1), 0.12, cutoff, strain=0.06))
     write(path, frames, format="extxyz")
     print(f"wrote {len(frames)} frames to {path}")
 

@@ -87,7 +87,9 @@ printf '3\n%s\nAr 0 0 0 39.948\nAr 4 0 0 0\nAr 0 4 0 39.948\n' "$PM" >mass0.xyz
 printf '3\n%s\nAr 0 0 0 39.948\nAr 4 0 0 39.948\nAr 0 4 0 -1.5\n' "$PM" >massneg.xyz
 printf '3\n%s\nAr 0 0 0\nAr 4 0 0\nAr 4 0 0\n' "$P" >overlap.xyz
 printf '2\nLattice="10 0 0 0 10 0 0 0 0" %s pbc="T T T"\nAr 1 1 1\nAr 5 1 1\n' "$P" >zerovolume.xyz
-printf '2\nLattice="10 0 0 0 10 0 0 0 10" %s pbc="T T T"\nAr 1 1 1\nAr 5 1 1\n' "$P" >smallbox.xyz
+printf '2\nLattice="10 0 0 0 10 0 0 0 0.5" %s pbc="T T T"\nAr 1 1 0.2\nAr 5 1 0.2\n' "$P" >smallbox.xyz
+# A 4-atom fcc argon cell (5.26 Å across, under the 8.5 Å default cut-off): runs.
+printf '4\nLattice="5.26 0 0 0 5.26 0 0 0 5.26" %s pbc="T T T"\nAr 0 0 0\nAr 0 2.63 2.63\nAr 2.63 0 2.63\nAr 2.63 2.63 0.1\n' "$P" >smallcell.xyz
 
 # md ARGS...: a short, quiet run.
 # shellcheck disable=SC2317 # called through run
@@ -230,7 +232,10 @@ expect_error "atoms on top of each other" 2 "on top of each other" "system 0" "a
 run md --input zerovolume.xyz
 expect_error "periodic cell of zero volume" 2 "volume" "system 0"
 run md --input smallbox.xyz
-expect_error "box too small for the cutoff" 2 "half the periodic width" "system 0" "<= 5"
+expect_error "box too small for the cutoff" 2 "more than 16 times the periodic width" "system 0" "lattice vector 3"
+run md --input smallcell.xyz --output smallcell.out.xyz
+if [ "$rc" -eq 0 ] && [ -s smallcell.out.xyz ]; then pass "a cell narrower than the cut-off (4-atom fcc argon) runs"; else
+    fail "a cell narrower than the cut-off (4-atom fcc argon) runs" "exit status $rc"; show stderr "$T/stderr"; fi
 run md --input in.xyz --dt -1
 expect_error "--dt -1" 2 "time step"
 run md --input in.xyz --steps abc
@@ -436,26 +441,36 @@ else
 fi
 # A barostat that shrinks the cell below twice the list radius (cutoff 10 +
 # skin 0.5 Å: 21 Å): fcc argon, 4x4x4 cells of 5.30 Å (21.2 Å), at 30,000 bar
-# goes below 21 Å within 5 steps and ends near 19.1 Å, where the lists miss
-# pairs. The run must fail naming the system, the width and the cut-off:
-# caught by the check every 10 steps (and stopped there), or at the end of
-# a shorter run.
+# goes below 21 Å within 5 steps and ends near 19.1 Å. The lists then follow
+# several images of each neighbour (small cells): the run goes on.
 awk 'BEGIN { a = 5.30; n = 4; L = a * n
     printf "%d\nLattice=\"%.2f 0 0 0 %.2f 0 0 0 %.2f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
     split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
     for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
         printf "Ar %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
 }' >fcc530.xyz
+run "$MDFLOW" md --input fcc530.xyz --ensemble npt --temperature 40 --pressure 30000 --tau-p 200 --dt 5 \
+    --lj-cutoff 10 --skin 0.5 --steps 60 --quiet --output shrunk.xyz
+L=$(head -n 2 shrunk.xyz | sed -n 's/.*Lattice="\([0-9.]*\) .*/\1/p')
+if [ "$rc" -eq 0 ] && awk -v L="$L" 'BEGIN { exit !(L < 21.0) }'; then
+    pass "npt shrinking the cell below 2 (cutoff + skin) runs on (box $L A)"; else
+    fail "npt shrinking the cell below 2 (cutoff + skin) runs on" "exit status $rc, box '$L'"; show stderr "$T/stderr"; fi
+# A cell that collapses below (cutoff + skin) / 16, the narrowest the lists
+# take: one argon atom in a 3.8 Å simple cubic cell under a 60 Å cut-off
+# (60.5 / 16 = 3.78 Å) at 300,000 bar. The run must fail naming the system,
+# the width and the cut-off: caught by the check every 10 steps (and stopped
+# there), or at the end of a shorter run.
+printf '1\nLattice="3.8 0 0 0 3.8 0 0 0 3.8" %s pbc="T T T"\nAr 0 0 0\n' "$P" >sc1.xyz
 for steps in 5 3000; do
-    run "$MDFLOW" md --input fcc530.xyz --ensemble npt --temperature 40 --pressure 30000 --tau-p 200 --dt 5 \
-        --lj-cutoff 10 --skin 0.5 --steps "$steps" --quiet --output shrunk.xyz
-    expect_error "npt shrinking the cell below 2 (cutoff + skin), $steps steps" nonzero "system 0 (id 0)" \
-        "periodic width" "cutoff + skin = 10 + 0.5 = 10.5" "21"
+    run "$MDFLOW" md --input sc1.xyz --ensemble npt --temperature 40 --pressure 300000 --tau-p 200 --dt 5 \
+        --lj-cutoff 60 --skin 0.5 --steps "$steps" --quiet --output collapsed.xyz
+    expect_error "npt collapsing the cell below (cutoff + skin) / 16, $steps steps" nonzero "system 0 (id 0)" \
+        "periodic width" "cutoff + skin = 60 + 0.5 = 60.5" "3.78125"
 done
-last=$(grep -o 'mdf_step=[0-9]*' shrunk.xyz | sed 's/.*=//')
+last=$(grep -o 'mdf_step=[0-9]*' collapsed.xyz | sed 's/.*=//')
 # The check at step 10 stops it; steps already in flight (window 8) still finish.
-if [ -n "$last" ] && [ "$last" -le 30 ]; then pass "npt shrinking the cell: the run stops by step 30 (step $last)"; else
-    fail "npt shrinking the cell: the run stops by step 30" "mdf_step of the output: '$last'"; fi
+if [ -n "$last" ] && [ "$last" -le 30 ]; then pass "npt collapsing the cell: the run stops by step 30 (step $last)"; else
+    fail "npt collapsing the cell: the run stops by step 30" "mdf_step of the output: '$last'"; fi
 
 # ---- 6b. silent choices get a warning -------------------------------------------------
 # A pair without parameters of its own takes max(rc_i, rc_j) as cutoff (LAMMPS
@@ -648,6 +663,66 @@ if [ "$rc" -eq 0 ] && grep -E '^  lj +Lennard-Jones' "$T/stdout" >/dev/null \
 else
     fail "mdflow models: lj with its parameters (scalar, per element, per pair)" "exit status $rc"; show stdout "$T/stdout"
 fi
+if [ "$rc" -eq 0 ] && grep -E '^  eam +embedded-atom' "$T/stdout" >/dev/null && grep -E '^ +file +' "$T/stdout" >/dev/null; then
+    pass "mdflow models: eam with its file parameter"
+else
+    fail "mdflow models: eam with its file parameter" "exit status $rc"; show stdout "$T/stdout"
+fi
+# The built-in EAM model by name: its file by --param, file errors named.
+run md --input in.xyz --model eam
+expect_error "eam without a file" nonzero "file=PATH"
+run md --input in.xyz --model eam --param file=nothere.eam.alloy
+expect_error "eam with a missing file" nonzero "nothere.eam.alloy"
+eam_pot=${MDF_LAMMPS_POTENTIALS:-/usr/share/lammps/potentials}/Cu_u3.eam
+if [ -r "$eam_pot" ]; then
+    awk 'BEGIN {
+        a = 3.615; n = 5; L = a * n
+        printf "%d\nLattice=\"%.3f 0 0 0 %.3f 0 0 0 %.3f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
+        split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
+        for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
+            printf "Cu %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
+    }' > cu.xyz
+    run md --input cu.xyz --model eam --param "file=$eam_pot" --temperature 300
+    if [ "$rc" -eq 0 ]; then pass "md --model eam --param file=Cu_u3.eam runs"; else
+        fail "md --model eam --param file=Cu_u3.eam runs" "exit status $rc"; show stderr "$T/stderr"; fi
+    run md --input cu.xyz --model "eam:$eam_pot" --steps 3
+    if [ "$rc" -eq 0 ]; then pass "md --model eam:Cu_u3.eam runs"; else
+        fail "md --model eam:Cu_u3.eam runs" "exit status $rc"; show stderr "$T/stderr"; fi
+    run md --input in.xyz --model eam --param "file=$eam_pot"
+    expect_error "eam on an element the file lacks" nonzero "system 0" "Ar" "eam" "$eam_pot" "covers element Cu only"
+    # The flavours as LAMMPS's pair styles: eam/alloy:FILE, eam/fs:FILE.
+    eam_dir=$(dirname "$eam_pot")
+    if [ -r "$eam_dir/AlCu.eam.alloy" ] && [ -r "$eam_dir/CuZr_mm.eam.fs" ]; then
+        run md --input cu.xyz --model "eam/alloy:$eam_dir/AlCu.eam.alloy" --steps 3
+        if [ "$rc" -eq 0 ]; then pass "md --model eam/alloy:AlCu.eam.alloy runs"; else
+            fail "md --model eam/alloy:AlCu.eam.alloy runs" "exit status $rc"; show stderr "$T/stderr"; fi
+        run md --input cu.xyz --model "eam/fs:$eam_dir/CuZr_mm.eam.fs" --steps 3
+        if [ "$rc" -eq 0 ]; then pass "md --model eam/fs:CuZr_mm.eam.fs runs"; else
+            fail "md --model eam/fs:CuZr_mm.eam.fs runs" "exit status $rc"; show stderr "$T/stderr"; fi
+        run md --input in.xyz --model "eam/alloy:$eam_dir/AlCu.eam.alloy"
+        expect_error "eam/alloy on an element the file lacks" nonzero "Ar" "AlCu.eam.alloy" "covers elements Al, Cu only"
+        # The flavour is the file's format: a setfl file read as eam/fs, a
+        # funcfl file read as setfl, fail at a line of the file.
+        run md --input cu.xyz --model "eam/fs:$eam_dir/AlCu.eam.alloy" --steps 3
+        expect_error "--model eam/fs: with a setfl file" nonzero "AlCu.eam.alloy:"
+        run md --input cu.xyz --model "eam/alloy:$eam_pot" --steps 3
+        expect_error "--model eam/alloy: with a funcfl file" nonzero "Cu_u3.eam:"
+    fi
+    run md --input cu.xyz --model "eam/nosuch:$eam_pot"
+    expect_error "--model eam/STYLE, an unknown style" nonzero "nosuch" "alloy, fs or funcfl"
+    run md --input cu.xyz --model "lj/alloy"
+    expect_error "--model lj/STYLE (lj has no style)" nonzero "lj" "no style"
+    # A malformed file: the message names the file and the line.
+    printf 'c\nc\nc\n1 Cu\n10 0.1 10 0.5 4.0\n29 63.55 3.615 fcc\n1 2 abc\n' > bad.eam.alloy
+    run md --input cu.xyz --model eam:bad.eam.alloy
+    expect_error "--model eam:FILE, a malformed file" nonzero "bad.eam.alloy:7" "'abc'"
+    run md --input cu.xyz --model "lj:$eam_pot"
+    expect_error "--model lj:FILE (lj takes no file)" nonzero "lj" "no file"
+    run md --input cu.xyz --model eam:nothere.eam
+    expect_error "--model eam:FILE, a missing file" nonzero "nothere.eam"
+else
+    echo "# skipped: md --model eam (no $eam_pot)"
+fi
 for args in "--help" "md --help" "relax --help"; do
     # shellcheck disable=SC2086
     run "$MDFLOW" $args
@@ -667,6 +742,47 @@ expect_error "MDFLOW_PLUGIN_PATH naming a missing file" nonzero "MDFLOW_PLUGIN_P
 printf 'not a shared object\n' >fake.so
 run env MDFLOW_PLUGIN_PATH="$T/fake.so" "$MDFLOW" md --input in.xyz
 expect_error "MDFLOW_PLUGIN_PATH naming a file that is not a shared object" nonzero "$T/fake.so" "shared object"
+
+# ---- 6e. variable-cell relaxation: --cell, --pressure (GPa), --smax (GPa) --------------
+# The periodic box of in.xyz alone, relaxed with its cell at 0 and at 1 GPa: the
+# lattice constant (from the output's Lattice) grows a little at 0 GPa (the LJ
+# minimum with a 6.8 Å cutoff is 5.2925 Å, test_cell_relax checks it against
+# LAMMPS) and shrinks below 5.0 Å at 1 GPa.
+head -n 258 in.xyz >box.xyz
+lattice_a() { sed -n '2s/.*Lattice="\([^ ]*\) .*/\1/p' "$1" | awk '{ printf "%.4f", $1 / 4 }'; }
+for opt in fire lbfgs; do
+    for p in 0 1; do
+        run "$MDFLOW" relax --input box.xyz --optimizer $opt --cell --pressure $p --lj-cutoff 6.8 --fmax 1e-3 \
+            --smax 1e-3 --max-steps 3000 --output cell_$opt$p.xyz
+        a=$(lattice_a cell_$opt$p.xyz)
+        if [ "$rc" -eq 0 ] && grep -F 'relaxed 1 of 1 systems' "$T/stdout" | grep -F 'stress within 0.001 GPa' \
+            >/dev/null && grep -F 'mdf_status=1' cell_$opt$p.xyz >/dev/null \
+            && awk -v a="$a" -v p="$p" 'BEGIN { exit !(p == 0 ? (a > 5.29 && a < 5.295) : (a > 4.98 && a < 4.995)) }'; then
+            pass "relax --cell --optimizer $opt --pressure $p GPa: converged, lattice constant $a Å"
+        else
+            fail "relax --cell --optimizer $opt --pressure $p GPa: converged, lattice constant as expected" \
+                "exit status $rc, a = $a"
+            show stdout "$T/stdout"; show stderr "$T/stderr"
+        fi
+    done
+done
+run "$MDFLOW" relax --input box.xyz --optimizer lbfgs_cell --pressure 1 --lj-cutoff 6.8 --fmax 1e-3 --smax 1e-3
+if [ "$rc" -eq 0 ] && grep -F 'relaxed 1 of 1 systems' "$T/stdout" | grep -F 'stress within' >/dev/null; then
+    pass "relax --optimizer lbfgs_cell --pressure 1: --cell implied, converged"
+else
+    fail "relax --optimizer lbfgs_cell --pressure 1: --cell implied, converged" "exit status $rc"
+    show stderr "$T/stderr"
+fi
+run "$MDFLOW" relax --input box.xyz --cell --smax -1
+expect_error "relax --cell --smax -1" 2 "--smax" "GPa"
+run "$MDFLOW" relax --input box.xyz --pressure 1
+expect_error "relax --pressure without --cell" 2 "--pressure" "--cell"
+run "$MDFLOW" relax --input in.xyz --cell
+expect_error "relax --cell on a cluster" 2 "system 1" "not periodic"
+run "$MDFLOW" relax --input box.xyz --cell --optimizer gd
+expect_error "relax --cell --optimizer gd" 2 "--cell" "gd"
+run "$MDFLOW" md --input box.xyz --smax 1
+expect_error "md --smax" 2 "--smax" "relax"
 
 # ---- 7. the default workload -------------------------------------------------------
 # MDFLOW_DATA points nowhere: the dataset is found through the compiled-in paths.

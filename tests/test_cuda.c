@@ -83,6 +83,12 @@ static size_t make_frames(mdf_frame *frames, int with_dense)
     cell[3] = 2.0;
     cell[6] = -1.0;
     frames[n++] = tu_random(60, cell, slab, 3.0, arkr, 2, 16);
+    /* small periodic cells, narrower than the 8.5 Å cut-off: a 4-atom
+     * triclinic fcc cell (5-bit entries, several images of each neighbour)
+     * and a 2-atom cell of 3.9 Å (wide entries: 3 images per direction) */
+    frames[n++] = tu_fcc(1, 1, 1, 5.3, 18, 0.2, 0.1, 17);
+    double two[9] = {3.9, 0, 0, 0.8, 3.8, 0, -0.6, 0.5, 4.0};
+    frames[n++] = tu_random(2, two, (const int[3]){1, 1, 1}, 3.2, arkr, 2, 18);
     return n;
 }
 

@@ -161,6 +161,15 @@ static size_t md_frames(mdf_frame *f)
     return n;
 }
 
+/* Variable-cell relaxation: the two periodic crystals of md_frames, one
+ * compressed and one expanded (every system must be periodic). 512 atoms. */
+static size_t cell_frames(mdf_frame *f)
+{
+    f[0] = tu_fcc(4, 4, 4, 5.35, 18, 0.0, 0.05, 211);
+    f[1] = tu_fcc(4, 4, 4, 5.20, 18, 0.05, 0.05, 212);
+    return 2;
+}
+
 /* Emulation: moves every coordinate by up to EMU_JITTER. */
 static void perturb(mdf_frame *f, size_t n)
 {
@@ -184,6 +193,7 @@ static void perturb(mdf_frame *f, size_t n)
 
 #define FRAMES_OPT 0
 #define FRAMES_MD 1
+#define FRAMES_CELL 2
 
 #define CLAMP_FORCE 0.2   /* eV/Å */
 #define FREEZE_EVERY 5    /* atoms 1, 6, 11, ... of every system are frozen */
@@ -285,6 +295,9 @@ static mdf_stage *make_stage(const case_spec *c, FILE *warn, run_result *r)
     tu_param(&mp, "npt.tau_p_fs", 500.0);
     tu_param(&mp, "npt.tau_t_fs", 50.0);
     tu_param(&mp, "lbfgs.memory", 10);
+    tu_param(&mp, "lbfgs_cell.memory", 10);
+    tu_param(&mp, "fire_cell.pressure_GPa", 0.2);
+    tu_param(&mp, "lbfgs_cell.pressure_GPa", 0.2);
     tu_method_params(&cfg, &mp);
     mdf_stage *s = NULL;
     TU_CALL(mdf_stage_create, &cfg, &s);
@@ -327,7 +340,8 @@ static void run_case(const case_spec *c, int kind, run_result *r)
     assert_true(c->steps <= MAX_STEPS);
     start_workers(kind);
     mdf_frame frames[MAX_SYS];
-    size_t n = c->frames == FRAMES_OPT ? opt_frames(frames) : md_frames(frames);
+    size_t n = c->frames == FRAMES_OPT ? opt_frames(frames)
+               : c->frames == FRAMES_CELL ? cell_frames(frames) : md_frames(frames);
     if (emulate && kind != RUN_CPU && c->steps > 0) perturb(frames, n);
     mdf_model *m = make_model();
     mdf_batch_config bc;
@@ -653,6 +667,31 @@ static void run_optimiser(const char *name)
     free_result(&gpu);
 }
 
+/* fire_cell and lbfgs_cell (one CUDA thread per system) against the CPU:
+ * positions, forces, energies and cells over 30 steps at 0.2 GPa. */
+static void run_cell_optimiser(const char *name)
+{
+    const case_spec c = {.name = name, .integrator = name, .frames = FRAMES_CELL, .steps = 30, .fmax_thr = FMAX_T,
+                         .hooks = HOOK_NAN_STOP};
+    run_result cpu, gpu;
+    cpu_vs_gpu(&c, &tol_dynamics, &cpu, &gpu);
+    assert_int_equal(cpu.st, MDF_OK);
+    free_result(&cpu);
+    free_result(&gpu);
+}
+
+static void test_fire_cell(void **state)
+{
+    (void)state;
+    run_cell_optimiser("fire_cell");
+}
+
+static void test_lbfgs_cell(void **state)
+{
+    (void)state;
+    run_cell_optimiser("lbfgs_cell");
+}
+
 static void test_fire(void **state)
 {
     (void)state;
@@ -821,6 +860,8 @@ int main(void)
         cmocka_unit_test(test_fire2),
         cmocka_unit_test(test_gd),
         cmocka_unit_test(test_lbfgs),
+        cmocka_unit_test(test_fire_cell),
+        cmocka_unit_test(test_lbfgs_cell),
         cmocka_unit_test(test_langevin),
         cmocka_unit_test(test_nose_hoover),
         cmocka_unit_test(test_bussi),

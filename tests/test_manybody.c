@@ -70,37 +70,13 @@ typedef void (*fs_visit)(void *user, int32_t j, const double d[3], double r);
 
 static void fs_neighbours(const fs_view *w, int32_t i, int32_t sidx, fs_visit fn, void *user)
 {
-    const mdf_sys_info *s = &w->sys[sidx];
-    double xi[3], rc2 = w->p->rc * w->p->rc;
-    mdf_nl_wrapped(w->x, w->v.offset, i, xi);
-    int32_t li = i - w->c->atom_begin, M = w->l.head->slots;
-    if (w->l.n_up[li] + w->l.n_down[li] > M) {
-        const mdf_nl_grid *g = &w->v.grid[sidx];
-        mdf_nl_walk walk;
-        mdf_nl_walk_begin(&walk, g, w->v.cell_of[i]);
-        int32_t j;
-        while (mdf_nl_walk_next(&walk, g, w->v.cell_start + s->atom_start + sidx, w->v.sorted, &j)) {
-            if (j == i) continue;
-            double xj[3], d[3];
-            mdf_nl_wrapped(w->x, w->v.offset, j, xj);
-            mdf_nl_min_image(xi, xj, s, d);
-            double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-            if (r2 < rc2) fn(user, j, d, sqrt(r2));
-        }
-        return;
-    }
-    const uint32_t *nb = w->l.slots + (size_t)li * (size_t)M;
-    for (int part = 0; part < 2; part++) {
-        int32_t k0 = part ? M - w->l.n_down[li] : 0, k1 = part ? M : w->l.n_up[li];
-        for (int32_t k = k0; k < k1; k++) {
-            int32_t j = (int32_t)(nb[k] >> MDF_NL_IMAGE_BITS);
-            double sh[3], xj[3];
-            mdf_nl_image_shift(nb[k] & MDF_NL_IMAGE_MASK, s->cell, sh);
-            mdf_nl_wrapped(w->x, w->v.offset, j, xj);
-            double d[3] = {xj[0] + sh[0] - xi[0], xj[1] + sh[1] - xi[1], xj[2] + sh[2] - xi[2]};
-            double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-            if (r2 < rc2) fn(user, j, d, sqrt(r2));
-        }
+    double rc2 = w->p->rc * w->p->rc, d[3];
+    mdf_nl_full it;
+    mdf_nl_full_begin(&it, i, w->x, &w->l, &w->v, &w->sys[sidx], sidx, w->c->atom_begin);
+    int32_t j;
+    while (mdf_nl_full_next(&it, &j, d)) {
+        double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        if (r2 < rc2) fn(user, j, d, sqrt(r2));
     }
 }
 

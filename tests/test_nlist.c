@@ -8,24 +8,36 @@
 #include "../codelets/nlist/nlist_codelet.h"
 #include "../dataflow/compute.h"
 
-/* Smallest distance over all images n in {-2..2}^3 along periodic
- * directions: independent of the code under test. */
-static double brute_distance(const double *xi, const double *xj, const double cell[9], const int pbc[3])
+/* Every image of j within r of i, n over a box wide enough for any cell
+ * here: the distances, in increasing order, into out (at most cap); returns
+ * how many there are. Independent of the code under test (raw positions,
+ * no wrapping, no cells). j == i leaves out n = 0. */
+static int brute_images(const double *xi, const double *xj, int same, const double cell[9], const int pbc[3],
+                        double r, double *out, int cap)
 {
-    double best = INFINITY;
-    int r[3];
-    for (int k = 0; k < 3; k++) r[k] = pbc[k] ? 2 : 0;
-    for (int a = -r[0]; a <= r[0]; a++)
-        for (int b = -r[1]; b <= r[1]; b++)
-            for (int c = -r[2]; c <= r[2]; c++) {
+    int n = 0, R[3];
+    for (int k = 0; k < 3; k++) R[k] = pbc[k] ? 8 : 0;
+    for (int a = -R[0]; a <= R[0]; a++)
+        for (int b = -R[1]; b <= R[1]; b++)
+            for (int c = -R[2]; c <= R[2]; c++) {
+                if (same && !a && !b && !c) continue;
                 double d2 = 0.0;
                 for (int k = 0; k < 3; k++) {
                     double d = xj[k] - xi[k] + a * cell[k] + b * cell[3 + k] + c * cell[6 + k];
                     d2 += d * d;
                 }
-                best = fmin(best, d2);
+                if (sqrt(d2) < r) {
+                    if (n < cap) out[n] = sqrt(d2);
+                    n++;
+                }
             }
-    return sqrt(best);
+    for (int x = 1; x < n && x < cap; x++) /* insertion sort: few images */
+        for (int y = x; y > 0 && out[y - 1] > out[y]; y--) {
+            double t = out[y];
+            out[y] = out[y - 1];
+            out[y - 1] = t;
+        }
+    return n;
 }
 
 typedef struct nl_case {
@@ -60,42 +72,57 @@ static void check_case(const nl_case *c, int32_t slots, uint64_t seed)
     mdf_nl_bins_view v = mdf_nl_bins_map(blob);
     mdf_nl_bin_system(f.positions, &si, 0, &v, c->r_list);
     uint32_t *list = calloc((size_t)si.natoms * (size_t)slots, sizeof *list);
-    char *expected = calloc((size_t)si.natoms, 1);
     for (int32_t i = 0; i < si.natoms; i++) {
         int32_t up, down;
         uint32_t *mine = list + (size_t)i * (size_t)slots;
         int32_t count = mdf_nl_build_atom(i, f.positions, v.offset, &si, &v.grid[0], v.cell_start, v.sorted, v.cell_of,
                                           c->r_list * c->r_list, slots, mine, &up, &down);
         assert_int_equal(count, up + down);
+        /* The brute-force images of each j (i's own with n != 0 included):
+         * half of i's own images are "up", as are all of every j > i. */
         int32_t want = 0, want_up = 0;
-        memset(expected, 0, (size_t)si.natoms);
+        enum { CAP = 512 };
+        double *want_d = calloc((size_t)si.natoms * CAP, sizeof *want_d);
+        int *want_n = calloc((size_t)si.natoms, sizeof *want_n);
         for (int32_t j = 0; j < si.natoms; j++) {
-            if (j == i) continue;
-            if (brute_distance(f.positions + 3 * i, f.positions + 3 * j, si.cell, c->pbc) < c->r_list) {
-                expected[j] = 1;
-                want++;
-                want_up += j > i;
-            }
+            want_n[j] = brute_images(f.positions + 3 * i, f.positions + 3 * j, j == i, si.cell, c->pbc, c->r_list,
+                                     want_d + (size_t)j * CAP, CAP);
+            assert_true(want_n[j] <= CAP);
+            want += want_n[j];
+            want_up += j > i ? want_n[j] : (j == i ? want_n[j] / 2 : 0);
         }
         if (count != want || up != want_up)
             fail_msg("%s: atom %d has %d neighbours (%d up), brute force %d (%d up)", c->name, i, count, up, want, want_up);
-        if (count > slots) continue; /* overflowed: counted, not stored */
+        if (count > slots) {
+            free(want_d);
+            free(want_n);
+            continue; /* overflowed: counted, not stored */
+        }
+        /* Each entry's distance is one of j's brute-force images, each used once. */
+        char *used = calloc((size_t)si.natoms * CAP, 1);
         for (int32_t k = 0; k < count; k++) {
             uint32_t e = k < up ? mine[k] : mine[slots - 1 - (k - up)];
-            int32_t j = (int32_t)(e >> MDF_NL_IMAGE_BITS);
-            assert_true(j >= 0 && j < si.natoms && expected[j] == 1);
-            expected[j] = 2; /* each neighbour once */
+            const mdf_nl_grid *g = &v.grid[0];
+            int32_t j = mdf_nl_entry_atom(g, e), n[3];
+            assert_true(j >= 0 && j < si.natoms);
             double sh[3], d2 = 0.0;
-            mdf_nl_image_shift(e & MDF_NL_IMAGE_MASK, si.cell, sh);
+            mdf_nl_entry_shift(g, e, si.cell, sh);
+            mdf_nl_entry_image(g, e, n);
             for (int q = 0; q < 3; q++) {
                 double d = f.positions[3 * j + q] + v.offset[3 * j + q] + sh[q] - f.positions[3 * i + q] -
                            v.offset[3 * i + q];
                 d2 += d * d;
             }
-            double brute = brute_distance(f.positions + 3 * i, f.positions + 3 * j, si.cell, c->pbc);
-            assert_true(fabs(sqrt(d2) - brute) < 1e-9);
-            assert_true((j > i) == (k < up));
+            int found = -1;
+            for (int q = 0; q < want_n[j] && found < 0; q++)
+                if (!used[(size_t)j * CAP + q] && fabs(sqrt(d2) - want_d[(size_t)j * CAP + q]) < 1e-9) found = q;
+            if (found < 0) fail_msg("%s: atom %d, entry %d (j %d): no brute-force image at %.12g", c->name, i, k, j, sqrt(d2));
+            used[(size_t)j * CAP + found] = 1;
+            assert_true(mdf_nl_pair_is_up(i, j, n) == (k < up));
         }
+        free(used);
+        free(want_d);
+        free(want_n);
     }
     /* The CPU codelet (cell-by-cell sweep) must find the same sets. */
     size_t lbytes = mdf_nl_list_bytes(si.natoms, slots);
@@ -138,7 +165,6 @@ static void check_case(const nl_case *c, int32_t slots, uint64_t seed)
     }
     assert_int_equal(lh->overflowed, overflowed);
     free(lblob);
-    free(expected);
     free(list);
     free(blob);
     mdf_frame_free(&f);
@@ -157,6 +183,13 @@ static void test_against_brute_force(void **state)
         {"open cluster", {25, 0, 0, 0, 25, 0, 0, 0, 25}, {0, 0, 0}, 250, 5.0, 0},
         {"open, no cell", {30, 0, 0, 0, 30, 0, 0, 0, 30}, {0, 0, 0}, 300, 5.5, 1},
         {"single atom", {10, 0, 0, 0, 10, 0, 0, 0, 10}, {1, 1, 1}, 1, 4.0, 0},
+        /* Small cells: several images of a neighbour, and of the atom itself. */
+        {"fcc primitive, 1 atom, r 2.6x width", {0, 1.805, 1.805, 1.805, 0, 1.805, 1.805, 1.805, 0}, {1, 1, 1}, 1, 5.5, 0},
+        {"triclinic 2 atoms, r 3x width", {3.0, 0, 0, 1.1, 2.8, 0, -0.7, 0.9, 3.3}, {1, 1, 1}, 2, 7.9, 0},
+        {"cubic 4 atoms, r 1.7x width", {3.61, 0, 0, 0, 3.61, 0, 0, 0, 3.61}, {1, 1, 1}, 4, 6.0, 0},
+        {"thin along c (3+ cells along a, b)", {12, 0, 0, 1.0, 12, 0, 0, 0, 3.0}, {1, 1, 1}, 12, 4.0, 0},
+        {"narrow slab pbc T T F", {2.9, 0, 0, 0.8, 3.1, 0, 0, 0, 9}, {1, 1, 0}, 3, 6.5, 0},
+        {"between 1 and 2 r wide", {6.5, 0, 0, 0, 7.0, 0, 0, 0, 5.5}, {1, 1, 1}, 6, 4.0, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         nl_case c = cases[k];
@@ -218,12 +251,18 @@ static void test_rebuild_rule(void **state)
     assert_int_equal(mdf_compute_system_rebuilds(c, 2), 1);
     mdf_compute_destroy(c);
 
-    /* cutoff + skin over half the periodic width (15.78 Å / 2): a clear error. */
+    /* cutoff + skin over half the periodic width (15.78 Å / 2): the cell's
+     * images are in the lists (small cells) ... */
     cc.skin = 2.0;
+    TU_CALL(mdf_compute_create, b, m, &cc, &c);
+    evaluate(c, b);
+    mdf_compute_destroy(c);
+    /* ... up to MDF_NL_MAX_REACH (16) widths; beyond, a clear error. */
+    cc.skin = 16 * 15.78 - 6.0 + 1.0;
     mdf_error err;
     mdf_error_clear(&err);
     assert_int_equal(mdf_compute_create(b, m, &cc, &c, &err), MDF_ERR_INVALID);
-    if (!strstr(err.message, "exceeds half the periodic width") || !strstr(err.message, "system 0"))
+    if (!strstr(err.message, "more than 16 times the periodic width") || !strstr(err.message, "system 0"))
         fail_msg("unexpected message: %s", err.message);
     mdf_model_destroy(m);
     mdf_batch_destroy(b);

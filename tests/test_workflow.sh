@@ -217,6 +217,57 @@ else
     show stdout "$T/stdout"
 fi
 
+# ---- 3a. a variable-cell relaxation stage: method fire_cell, params pressure_GPa, smax ---
+# Two strained 256-atom argon crystals (4x4x4 cells of 5.40 and 5.15 Å) relaxed at
+# 1 GPa: both converge on their own (status 1) to a = 4.98864 ± 1e-4 Å (LAMMPS's value with
+# this 6.8 Å cutoff; test_cell_relax checks it to 1e-5).
+awk 'BEGIN {
+    split("5.40 5.15", as, " ")
+    for (c = 1; c <= 2; c++) {
+        a = as[c]; n = 4; L = a * n
+        printf "%d\nLattice=\"%.4f 0 0 0 %.4f 0 0 0 %.4f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
+        split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
+        for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
+            printf "Ar %.6f %.6f %.6f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
+    }
+}' >crystals.xyz
+cat >cell.yaml <<'EOF'
+input: crystals.xyz
+model:
+  type: lj
+  species:
+    - {element: Ar, epsilon: 0.0104, sigma: 3.40, cutoff: 6.8}
+stages:
+  relax:
+    method: fire_cell
+    fmax: 1.0e-4
+    smax: 1.0e-4
+    params: {pressure_GPa: 1.0}
+composition: relax
+sampler: {max_atoms: 600, refill_interval: 5}
+output: {structures: cell.xyz}
+scheduler: {ncpus: 2}
+max_steps: 5000
+EOF
+run "$MDFLOW" run cell.yaml
+lat=$(sed -n 's/.*Lattice="\([^ ]*\) .*/\1/p' cell.xyz 2>/dev/null | awk '{ printf "%.6f ", $1 / 4 }')
+if [ "$rc" -eq 0 ] && [ "$(info_values mdf_status cell.xyz)" = "1 1 " ] \
+    && echo "$lat" | awk '{ exit !(NF == 2 && ($1 - 4.98864)^2 < 1e-8 && ($2 - 4.98864)^2 < 1e-8) }'; then
+    pass "stage method fire_cell, params pressure_GPa: 1, smax: both crystals status 1, a = $lat"
+else
+    fail "stage method fire_cell at 1 GPa: both crystals status 1, a = 4.98864 +- 1e-4" "exit status $rc; a = '$lat'"
+    show stderr "$T/stderr"; show stdout "$T/stdout"
+fi
+sed 's/^    smax: .*//' cell.yaml >cellnosmax.yaml
+run "$MDFLOW" run cellnosmax.yaml
+expect_error "fire_cell stage without smax" 2 "cellnosmax.yaml:" "smax"
+sed 's/^input: crystals.xyz/input: clusters.xyz/' cell.yaml >cellclusters.yaml
+run "$MDFLOW" run cellclusters.yaml
+expect_error "fire_cell stage on clusters" 2 "cellclusters.yaml:8" "system 0" "not periodic"
+sed 's/^    smax: .*/    smax: -1/' cell.yaml >cellneg.yaml
+run "$MDFLOW" run cellneg.yaml
+expect_error "smax: -1" 2 "cellneg.yaml:10" "stages.relax.smax"
+
 # ---- 3b. a run that explodes does not exit 0 ---------------------------------------------
 # Two 3x3x3 argon boxes entering NVE at 300 K with dt 1000 fs go to NaN;
 # the open pair far apart stays finite. Without hooks.nan_check the run
@@ -253,6 +304,41 @@ expect_error "run that explodes without nan_check" 2 "NaN/Inf" "2 of 3 systems: 
     "nan_check" "explode.yaml"
 if [ "$(frames exploded.xyz | wc -l)" -eq 3 ]; then pass "run that explodes: the 3 structures are still written"; else
     fail "run that explodes: the 3 structures are still written"; fi
+
+# ---- 3b'. the EAM model: its potential file relative to the workflow's folder --------------
+eam_pot=${MDF_LAMMPS_POTENTIALS:-/usr/share/lammps/potentials}/Cu_u3.eam
+if [ -r "$eam_pot" ]; then
+    mkdir -p eamwf/pots && cp "$eam_pot" eamwf/pots/
+    awk 'BEGIN { a = 3.615; n = 5; L = a * n
+        split("0 0 0 0.5 0.5 0 0.5 0 0.5 0 0.5 0.5", b, " ")
+        printf "%d\nLattice=\"%.3f 0 0 0 %.3f 0 0 0 %.3f\" Properties=species:S:1:pos:R:3 pbc=\"T T T\"\n", 4 * n * n * n, L, L, L
+        for (i = 0; i < n; i++) for (j = 0; j < n; j++) for (k = 0; k < n; k++) for (m = 0; m < 4; m++)
+            printf "Cu %.4f %.4f %.4f\n", (i + b[3 * m + 1]) * a, (j + b[3 * m + 2]) * a, (k + b[3 * m + 3]) * a
+    }' >eamwf/cu.xyz
+    cat >eamwf/eam.yaml <<'EOF'
+input: cu.xyz
+model:
+  type: eam
+  params: {file: pots/Cu_u3.eam}
+stages:
+  md:
+    method: velocity_verlet
+    dt_fs: 2
+    entry_temperature_K: 300
+    steps: 10
+composition: md
+sampler: {max_atoms: 1000}
+scheduler: {ncpus: 2}
+EOF
+    run "$MDFLOW" run eamwf/eam.yaml
+    if [ "$rc" -eq 0 ]; then pass "eam workflow: model.params.file relative to the workflow's folder"; else
+        fail "eam workflow: model.params.file relative to the workflow's folder" "exit status $rc"; show stderr "$T/stderr"; fi
+    sed 's#pots/Cu_u3.eam#pots/none.eam#' eamwf/eam.yaml >eamwf/eam-missing.yaml
+    run "$MDFLOW" run eamwf/eam-missing.yaml
+    expect_error "eam workflow with a missing potential file" nonzero "eam-missing.yaml:3:" "eamwf/pots/none.eam"
+else
+    echo "# skipped: eam workflow (no $eam_pot)"
+fi
 
 # ---- 3c. memory follows the dataset, not the budgets ---------------------------------------
 # The largest budgets a workflow may give over 69 atoms: the shards were

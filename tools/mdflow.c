@@ -77,6 +77,9 @@ typedef struct md_options {
     const char *optimizer;
     double fmax, energy_change;
     int64_t max_steps;
+    int cell;                 /* --cell: relax the cell too (fire_cell, lbfgs_cell) */
+    int pressure_given;       /* --pressure seen */
+    double smax;              /* GPa, with --cell */
     /* hooks */
     int64_t log_every;
     int nan_check, freeze;
@@ -92,10 +95,12 @@ static void usage_common(FILE *fp)
             "  --log FILE            per-system CSV log: step,system_id,status,energy_eV,fmax_eV_per_A,\n"
             "                        temperature_K\n"
             "  --log-every N         a CSV row per system every N steps (default: md 10, relax 1)\n"
-            "  --model NAME          interatomic model: lj (Lennard-Jones, default), kim:NAME (an\n"
-            "                        installed OpenKIM model: mdflow models --kim; NAME:VALUE is --model\n"
-            "                        NAME --param name=VALUE, or file=VALUE for a model with a file) or\n"
-            "                        any registered model (mdflow models; a plugin's, with --plugin)\n"
+            "  --model NAME          interatomic model: lj (Lennard-Jones, default), eam:FILE (a LAMMPS\n"
+            "                        EAM file; NAME:FILE is --model NAME --param file=FILE; eam/alloy:FILE,\n"
+            "                        eam/fs:FILE name the file's format, plain eam takes it from the\n"
+            "                        file's name), kim:NAME (an installed OpenKIM model, mdflow models\n"
+            "                        --kim; --model kim --param name=NAME) or any registered model\n"
+            "                        (mdflow models; a plugin's, with --plugin)\n"
             "  --param NAME=VALUE    a parameter of the model or of the method (repeatable), e.g.\n"
             "                        --param friction_per_fs=0.02, --param sigma=3.4; a name both take is\n"
             "                        written model.NAME or method.NAME (mdflow models, mdflow methods)\n"
@@ -177,6 +182,15 @@ static void usage_relax(FILE *fp)
             "                        --param dt=0.05 --param maxstep=0.1 (fire; mdflow methods lists them)\n"
             "  --fmax F              converged when the largest atomic force is <= F eV/Å (default 0.05)\n"
             "  --energy-change E     and |E - E_previous| <= E eV (default: not used)\n"
+            "  --cell                relax the cell too (variable-cell relaxation: ASE's FrechetCellFilter\n"
+            "                        form, the cell's degrees of freedom the log of the deformation\n"
+            "                        gradient): --optimizer fire becomes fire_cell, lbfgs lbfgs_cell.\n"
+            "                        Every system must be periodic in x, y and z\n"
+            "  --pressure P          with --cell: target hydrostatic pressure, GPa (default 0;\n"
+            "                        --param pressure_GPa=P). Not md's --pressure, which is in bar\n"
+            "  --smax S              with --cell: converged also when every stress component is within\n"
+            "                        S GPa of the target, max |sigma_ij + P delta_ij| <= S, the stress\n"
+            "                        sigma = -virial/V (default 0.01)\n"
             "  --max-steps N         give up after N steps (default 1000); unconverged systems keep\n"
             "                        status 0 in --output and are listed\n");
     usage_common(fp);
@@ -221,6 +235,7 @@ static void md_options_init(md_options *o, command cmd)
     o->fmax = 0.05;
     o->energy_change = -1.0;
     o->max_steps = 1000;
+    o->smax = 0.01;
     o->log_every = cmd == CMD_RELAX ? 1 : 10;
     o->max_force = -1.0;
     o->drift = -1.0;
@@ -232,7 +247,7 @@ enum {
     OPT_THERMO_FILE, OPT_SHARDS, OPT_CHUNK, OPT_WINDOW, OPT_SCHED, OPT_NCPUS, OPT_NCUDA, OPT_QUIET, OPT_HELP,
     OPT_ENSEMBLE, OPT_KEEPV, OPT_FRICTION, OPT_TAUT, OPT_CHAIN, OPT_PRESSURE, OPT_TAUP, OPT_COMPRESS, OPT_LOG,
     OPT_LOG_EVERY, OPT_NAN, OPT_MAXF, OPT_FREEZE, OPT_WRAP, OPT_DRIFT, OPT_OPTIMIZER, OPT_FMAX, OPT_DE,
-    OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN
+    OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN, OPT_CELL, OPT_SMAX
 };
 
 static const struct option md_long_options[] = {
@@ -259,20 +274,22 @@ static const struct option md_long_options[] = {
     {"drift-warn", required_argument, 0, OPT_DRIFT}, {"optimizer", required_argument, 0, OPT_OPTIMIZER},
     {"fmax", required_argument, 0, OPT_FMAX}, {"energy-change", required_argument, 0, OPT_DE},
     {"max-steps", required_argument, 0, OPT_MAX_STEPS}, {"param", required_argument, 0, OPT_PARAM},
-    {"plugin", required_argument, 0, OPT_PLUGIN}, {0, 0, 0, 0}};
+    {"plugin", required_argument, 0, OPT_PLUGIN}, {"cell", no_argument, 0, OPT_CELL},
+    {"smax", required_argument, 0, OPT_SMAX}, {0, 0, 0, 0}};
 
 /* Options that belong to one command only. */
 static int option_is_md_only(int c)
 {
     return c == OPT_INTEGRATOR || c == OPT_STEPS || c == OPT_DT || c == OPT_TEMP || c == OPT_THERMO ||
            c == OPT_THERMO_SYS || c == OPT_THERMO_FILE || c == OPT_QUIET || c == OPT_ENSEMBLE || c == OPT_KEEPV ||
-           c == OPT_FRICTION || c == OPT_TAUT || c == OPT_CHAIN || c == OPT_PRESSURE || c == OPT_TAUP ||
+           c == OPT_FRICTION || c == OPT_TAUT || c == OPT_CHAIN || c == OPT_TAUP ||
            c == OPT_COMPRESS || c == OPT_WRAP || c == OPT_DRIFT;
 }
 
 static int option_is_relax_only(int c)
 {
-    return c == OPT_OPTIMIZER || c == OPT_FMAX || c == OPT_DE || c == OPT_MAX_STEPS;
+    return c == OPT_OPTIMIZER || c == OPT_FMAX || c == OPT_DE || c == OPT_MAX_STEPS || c == OPT_CELL ||
+           c == OPT_SMAX;
 }
 
 /* --ensemble names -> registered methods. */
@@ -351,7 +368,9 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_CHAIN:
         if (cli_int64("--chain", optarg, &i, err) != MDF_OK) return err->code;
         return record(o, c, optarg, err);
-    case OPT_PRESSURE: return record_double(o, c, "--pressure", err);
+    case OPT_PRESSURE: o->pressure_given = 1; return record_double(o, c, "--pressure", err);
+    case OPT_CELL: o->cell = 1; return MDF_OK;
+    case OPT_SMAX: return cli_double("--smax", optarg, &o->smax, err);
     case OPT_TAUP: return record_double(o, c, "--tau-p", err);
     case OPT_COMPRESS: return record_double(o, c, "--compressibility", err);
     case OPT_SKIN: return cli_double("--skin", optarg, &o->md.skin, err);
@@ -402,6 +421,14 @@ static mdf_status resolve_method(md_options *o, mdf_error *err)
     char names[600];
     if (o->cmd == CMD_RELAX) {
         const mdf_method *m = mdf_method_find(o->optimizer);
+        if (m && o->cell && !(m->flags & MDF_METHOD_CELL)) {
+            const char *cell_name = strcmp(m->name, "fire") == 0 ? "fire_cell"
+                                    : strcmp(m->name, "lbfgs") == 0 ? "lbfgs_cell" : NULL;
+            if (!cell_name)
+                return mdf_error_set(err, MDF_ERR_INVALID, "--cell works with --optimizer fire or lbfgs (the "
+                                     "variable-cell fire_cell, lbfgs_cell), not '%s'", o->optimizer);
+            m = mdf_method_find(cell_name);
+        }
         if (!m || !(m->flags & MDF_METHOD_OPTIMISER)) {
             runner_method_names(1, names, sizeof names);
             return mdf_error_set(err, MDF_ERR_INVALID, "--optimizer '%s' is not one of %s (mdflow methods; a plugin "
@@ -409,6 +436,7 @@ static mdf_status resolve_method(md_options *o, mdf_error *err)
         }
         o->method = m;
         o->optimizer = m->name;
+        if (m->flags & MDF_METHOD_CELL) o->cell = 1; /* --optimizer fire_cell: --cell implied */
         return MDF_OK;
     }
     if (o->ensemble) {
@@ -504,7 +532,7 @@ static const struct {
     {OPT_FRICTION, "--friction", {"friction_per_fs", NULL}},
     {OPT_TAUT, "--tau-t", {"tau_t_fs", "tau_fs"}},
     {OPT_CHAIN, "--chain", {"chain", NULL}},
-    {OPT_PRESSURE, "--pressure", {"pressure_bar", NULL}},
+    {OPT_PRESSURE, "--pressure", {"pressure_bar", "pressure_GPa"}}, /* md: bar; relax --cell: GPa */
     {OPT_TAUP, "--tau-p", {"tau_p_fs", NULL}},
     {OPT_COMPRESS, "--compressibility", {"compressibility_per_bar", NULL}},
 };
@@ -565,9 +593,45 @@ static mdf_status apply_lj_shorthand(md_options *o, const cli_setting *s, mdf_er
 static mdf_status resolve_settings(md_options *o, mdf_error *err)
 {
     mdf_status st = load_plugins(o, err);
-    /* --model NAME:VALUE: the model's file (eam:FILE) or name (kim:NAME). */
-    if (st == MDF_OK && runner_model_init_spec(&o->model_cfg, o->model, err) != MDF_OK)
+    /* --model NAME:FILE is --model NAME --param file=FILE (eam:Cu_u3.eam), or
+     * --param name=VALUE for a model without a file but with a name (kim:NAME);
+     * NAME/STYLE is --model NAME --param style=STYLE (eam/alloy, eam/fs: the
+     * flavours of LAMMPS's pair styles; plain eam takes it from the file's
+     * name). */
+    char name[RUNNER_NAME_MAX];
+    const char *colon = strchr(o->model, ':');
+    size_t len = colon ? (size_t)(colon - o->model) : strlen(o->model);
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, o->model, len);
+    name[len] = '\0';
+    char *slash = strchr(name, '/');
+    const char *flavour = NULL;
+    if (slash) {
+        *slash = '\0';
+        flavour = slash + 1;
+    }
+    if (st == MDF_OK && runner_model_init(&o->model_cfg, name, err) != MDF_OK)
         st = mdf_error_prefix(err, err->code, "--model %s", o->model);
+    if (st == MDF_OK && flavour) {
+        const mdf_param_def *t = runner_model_params(&o->model_cfg);
+        if (!t || !mdf_params_find(t, "style") || !*flavour)
+            st = mdf_error_set(err, MDF_ERR_INVALID,
+                               "--model %s: model %s has no style to choose (NAME/STYLE is for models with a style "
+                               "parameter: eam/alloy, eam/fs)",
+                               o->model, name);
+        else if (runner_model_add(&o->model_cfg, RUNNER_SCALAR, 0, 0, "style", flavour, err) != MDF_OK)
+            st = mdf_error_prefix(err, err->code, "--model %s", o->model);
+    }
+    if (st == MDF_OK && colon) {
+        const mdf_param_def *t = runner_model_params(&o->model_cfg);
+        const char *param = t && mdf_params_find(t, "file") ? "file" : t && mdf_params_find(t, "name") ? "name" : NULL;
+        if (!param)
+            st = mdf_error_set(err, MDF_ERR_INVALID, "--model %s: model %s takes no file (NAME:FILE is for models "
+                               "with a file parameter, as eam, and NAME:NAME for models with a name, as kim)",
+                               o->model, name);
+        else if (runner_model_add(&o->model_cfg, RUNNER_SCALAR, 0, 0, param, colon + 1, err) != MDF_OK)
+            st = mdf_error_prefix(err, err->code, "--model %s", o->model);
+    }
     if (st == MDF_OK) st = resolve_method(o, err);
     for (int k = 0; st == MDF_OK && k < o->nsettings; k++) {
         const cli_setting *s = &o->settings[k];
@@ -597,6 +661,8 @@ static mdf_status check_relax_options(md_options *o, mdf_error *err)
 {
     if (!(o->fmax >= 0.0)) return mdf_error_set(err, MDF_ERR_INVALID, "--fmax must be >= 0 eV/Å");
     if (o->max_steps < 0) return mdf_error_set(err, MDF_ERR_INVALID, "--max-steps must be >= 0");
+    if (!(o->smax >= 0.0) || !isfinite(o->smax))
+        return mdf_error_set(err, MDF_ERR_INVALID, "--smax must be finite and >= 0 GPa (got %g)", o->smax);
     return MDF_OK;
 }
 
@@ -626,6 +692,11 @@ static int parse_options(int argc, char **argv, md_options *o, mdf_error *err)
         st = mdf_error_set(err, MDF_ERR_INVALID, "--input is required (see mdflow %s --help)", cmd);
     if (st == MDF_OK && o->shards < 0) st = mdf_error_set(err, MDF_ERR_INVALID, "--shards must be >= 0");
     if (st == MDF_OK && o->log_every < 1) st = mdf_error_set(err, MDF_ERR_INVALID, "--log-every must be >= 1");
+    const mdf_method *named = o->cmd == CMD_RELAX ? mdf_method_find(o->optimizer) : NULL;
+    if (named && (named->flags & MDF_METHOD_CELL)) o->cell = 1; /* --optimizer fire_cell: --cell implied */
+    if (st == MDF_OK && o->cmd == CMD_RELAX && o->pressure_given && !o->cell)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "--pressure is the target pressure of a variable-cell relaxation: "
+                           "add --cell (a fixed-cell relaxation has no pressure to aim at)");
     if (st == MDF_OK) st = resolve_settings(o, err);
     if (st == MDF_OK) st = o->cmd == CMD_RELAX ? check_relax_options(o, err) : check_md_options(o, err);
     return st;
@@ -649,8 +720,10 @@ static void print_summary(const mdf_batch *b, const mdf_stage_report *r)
 static void print_relax_result(const mdf_batch *b, const md_options *o, const mdf_stage_report *r)
 {
     size_t n = mdf_batch_nsystems(b);
-    printf("\nrelaxed %lld of %zu systems (fmax <= %g eV/Å%s) in at most %lld steps\n", (long long)r->converged, n,
-           o->fmax, o->energy_change >= 0.0 ? ", energy change within --energy-change" : "", (long long)r->steps);
+    char cell[96] = "";
+    if (o->cell) snprintf(cell, sizeof cell, ", stress within %g GPa of the target", o->smax);
+    printf("\nrelaxed %lld of %zu systems (fmax <= %g eV/Å%s%s) in at most %lld steps\n", (long long)r->converged, n,
+           o->fmax, o->energy_change >= 0.0 ? ", energy change within --energy-change" : "", cell, (long long)r->steps);
     if (r->remaining == 0) return;
     printf("not converged after %lld steps (status 0 in the output):", (long long)o->max_steps);
     int shown = 0;
@@ -791,6 +864,7 @@ static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf
         st = mdf_stage_add_criterion(*out, MDF_CRITERION_FMAX, o->fmax, err);
         if (st == MDF_OK && o->energy_change >= 0.0)
             st = mdf_stage_add_criterion(*out, MDF_CRITERION_ENERGY_CHANGE, o->energy_change, err);
+        if (st == MDF_OK && o->cell) st = mdf_stage_add_criterion(*out, MDF_CRITERION_SMAX, o->smax, err);
     }
     runner_hooks hooks;
     hooks_from_options(o, thermo, freeze, &hooks);

@@ -118,6 +118,7 @@ static mdf_status add_criteria(mdf_stage *s, const wf_stage *ws, mdf_error *err)
     if (st == MDF_OK && ws->energy_change >= 0.0)
         st = mdf_stage_add_criterion(s, MDF_CRITERION_ENERGY_CHANGE, ws->energy_change, err);
     if (st == MDF_OK && ws->steps > 0) st = mdf_stage_add_criterion(s, MDF_CRITERION_STEPS, (double)ws->steps, err);
+    if (st == MDF_OK && ws->smax >= 0.0) st = mdf_stage_add_criterion(s, MDF_CRITERION_SMAX, ws->smax, err);
     return st;
 }
 
@@ -482,6 +483,23 @@ static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: input %s holds no structure: give an extended XYZ file "
                            "with at least one frame", wf->path, wf->input_line, wf->input);
     if (st == MDF_OK) st = check_species(wf, &rs->frames, err);
+    /* Every system goes through every stage: a variable-cell relaxation needs
+     * them all periodic (found here, before inflight batching brings them in). */
+    for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {
+        const wf_stage *ws = &wf->stages[wf->comp[k]];
+        const mdf_method *m = mdf_method_find(ws->method);
+        if (!m || !(m->flags & MDF_METHOD_CELL) || !(m->flags & MDF_METHOD_OPTIMISER)) continue;
+        for (size_t i = 0; st == MDF_OK && i < rs->frames.count; i++) {
+            const mdf_frame *f = &rs->frames.frames[i];
+            if (f->pbc[0] && f->pbc[1] && f->pbc[2]) continue;
+            st = mdf_error_set(err, MDF_ERR_INVALID,
+                               "%s:%d: stage '%s' (%s) relaxes the cell, but system %zu of %s is not periodic in "
+                               "x, y and z (pbc %d %d %d): give every system a periodic cell, or relax with a "
+                               "fixed-cell optimiser (fire, lbfgs)",
+                               wf->path, ws->line, ws->name, ws->method, i, wf->input, f->pbc[0], f->pbc[1],
+                               f->pbc[2]);
+        }
+    }
     if (st == MDF_OK) runner_warn_mixed_cutoffs(&wf->model, "model.pairs");
     /* Every system goes through every stage: one warning for the first npt stage. */
     for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {

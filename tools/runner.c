@@ -77,11 +77,10 @@ mdf_status runner_model_init_spec(runner_model *m, const char *spec, mdf_error *
     mdf_status st = runner_model_init(m, name, err);
     if (st != MDF_OK || !colon) return st;
     const mdf_param_def *t = runner_model_params(m);
-    const char *param = t && mdf_params_find(t, "file") ? "file" : t && mdf_params_find(t, "name") ? "name" : NULL;
-    if (!param)
-        return mdf_error_set(err, MDF_ERR_INVALID, "model %s takes neither a file nor a name (NAME:VALUE is for "
-                             "models with a file parameter, as eam:FILE, or a name, as kim:NAME)", name);
-    return runner_model_add(m, RUNNER_SCALAR, 0, 0, param, colon + 1, err);
+    if (!t || !mdf_params_find(t, "name"))
+        return mdf_error_set(err, MDF_ERR_INVALID, "model %s takes no name (type NAME:VALUE is for models with a name "
+                             "parameter, as kim:NAME; a file is given as file: PATH)", name);
+    return runner_model_add(m, RUNNER_SCALAR, 0, 0, "name", colon + 1, err);
 }
 
 /* The table of one kind of row, and its owner for messages. */

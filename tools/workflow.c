@@ -283,14 +283,25 @@ static mdf_status param_text(wf_ctx *c, const yaml_node_t *v, const char *what, 
     return st;
 }
 
-/* One model setting from key k and value v of a mapping (`section` for messages). */
+static mdf_status relative_path(wf_ctx *c, const yaml_node_t *n, const mdf_workflow *wf, const char *what,
+                                const char *example, char *out, size_t size);
+
+/* One model setting from key k and value v of a mapping (`section` for
+ * messages). A model's `file` (eam's potential) is a path relative to the
+ * workflow file's folder, as input and plugins are. */
 static mdf_status model_setting(wf_ctx *c, mdf_workflow *wf, runner_row kind, int za, int zb, const yaml_node_t *k,
                                 const yaml_node_t *v, const char *section)
 {
-    char what[160];
+    char what[160], path[WF_PATH_MAX];
     snprintf(what, sizeof what, "%s.%s", section, text_of(k));
     const char *value = NULL;
-    mdf_status st = param_text(c, v, what, &value);
+    mdf_status st;
+    if (kind == RUNNER_SCALAR && strcmp(text_of(k), "file") == 0) {
+        st = relative_path(c, v, wf, what, "potentials/Cu_u3.eam", path, sizeof path);
+        value = path;
+    } else {
+        st = param_text(c, v, what, &value);
+    }
     if (st == MDF_OK && runner_model_add(&wf->model, kind, za, zb, text_of(k), value, c->err) != MDF_OK)
         st = prefix_error(c, v, what, MDF_ERR_INVALID);
     return st;
@@ -590,6 +601,15 @@ static mdf_status parse_criteria(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
         snprintf(what, sizeof what, "stages.%s.energy_change", s->name);
         st = get_double(c, x, what, &nonneg_ev, &s->energy_change);
     }
+    if (st == MDF_OK && (x = lookup(c, n, "smax"))) {
+        snprintf(what, sizeof what, "stages.%s.smax", s->name);
+        st = get_double(c, x, what, &(wf_range){0.0, INFINITY, CLOSED, OPEN, "GPa"}, &s->smax);
+    }
+    if (st == MDF_OK && s->smax < 0.0 && (mdf_method_find(s->method)->flags & MDF_METHOD_CELL) && s->is_optimiser) {
+        char section[128];
+        snprintf(section, sizeof section, "stage '%s' (%s, a variable-cell relaxation)", s->name, s->method);
+        st = missing(c, n, "smax", section, "smax: 0.01 (GPa: the stress within 0.01 GPa of -pressure_GPa)");
+    }
     if (st == MDF_OK && (x = lookup(c, n, "steps"))) {
         snprintf(what, sizeof what, "stages.%s.steps", s->name);
         st = get_int64(c, x, what, 1, INT64_MAX, &s->steps);
@@ -632,7 +652,7 @@ static mdf_status parse_md_keys(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
 
 static mdf_status parse_stage(wf_ctx *c, const yaml_node_t *key, const yaml_node_t *n, wf_stage *s)
 {
-    static const char *const keys[] = {"method", "fmax", "energy_change", "steps", "step_budget", "dt_fs",
+    static const char *const keys[] = {"method", "fmax", "energy_change", "smax", "steps", "step_budget", "dt_fs",
                                        "temperature_K", "entry_temperature_K", "params", "hooks", NULL};
     const char *name = text_of(key);
     if (!*name || strlen(name) >= sizeof s->name || strpbrk(name, "+ \t"))
@@ -641,7 +661,7 @@ static mdf_status parse_stage(wf_ctx *c, const yaml_node_t *key, const yaml_node
     mdf_stage_config_init(&s->cfg);
     snprintf(s->name, sizeof s->name, "%s", name);
     s->line = line_of(n);
-    s->fmax = s->energy_change = -1.0;
+    s->fmax = s->energy_change = s->smax = -1.0;
     s->steps = -1;
     char section[128];
     snprintf(section, sizeof section, "stages.%s", name);

@@ -49,6 +49,7 @@ typedef struct wf_stage {
     wf_named_hook hooks[WF_STAGE_HOOKS];
     double fmax;               /* criteria; < 0: not used */
     double energy_change;
+    double smax;               /* GPa: stress within smax of the target pressure; < 0: not used */
     int64_t steps;
 } wf_stage;
 

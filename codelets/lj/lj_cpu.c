@@ -55,17 +55,13 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
     const mdf_nl_grid *g = &v->grid[sidx];
     const int32_t *cs = v->cell_start + s->atom_start + sidx;
     int ti = p->type_of_z[atoms[i].z];
-    double xi[3];
-    mdf_nl_wrapped(x, v->offset, i, xi);
-    mdf_nl_walk w;
-    mdf_nl_walk_begin(&w, g, v->cell_of[i]);
-    int32_t j;
-    while (mdf_nl_walk_next(&w, g, cs, v->sorted, &j)) {
+    mdf_nl_pairs pw;
+    mdf_nl_pairs_begin(&pw, i, x, v->offset, g, cs, v->sorted, v->cell_of, HUGE_VAL);
+    int32_t j, n[3];
+    double d[3];
+    while (mdf_nl_pairs_next(&pw, &j, n, d)) {
         int inside = j >= lo && j < hi;
-        if (j == i || (inside && j < i)) continue;
-        double xj[3], d[3];
-        mdf_nl_wrapped(x, v->offset, j, xj);
-        mdf_nl_min_image(xi, xj, s, d);
+        if (inside && !mdf_nl_pair_is_up(i, j, n)) continue; /* counted from the other end */
         if (inside) lj_add_pair(p, ti, p->type_of_z[atoms[j].z], d, f + 3 * i, f + 3 * j, acc, 1);
         else lj_add_half_pair(p, ti, p->type_of_z[atoms[j].z], d, f + 3 * i, acc, 1);
     }
@@ -77,9 +73,9 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
  * with an atom outside it half, on i only: the contract of a GPU slice too
  * (full rows, half of every pair), so slices sum right whichever worker ran
  * each. j > i comes from the front of the list, j < i from the back. */
-static void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int virial, const double *w, double *f,
+static inline void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int virial, int wide, const double *w, double *f,
                           const mdf_atom_info *atoms, const uint32_t *nb, int32_t n_up, int32_t n_down, int32_t M,
-                          const double (*shift)[3], const mdf_lj_params *p, lj_acc *acc)
+                          const mdf_nl_shifts *t, const mdf_lj_params *p, lj_acc *acc)
 {
     const double *xi = w + 3 * i;
     int ti = p->type_of_z[atoms[i].z];
@@ -87,10 +83,10 @@ static void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int virial, const d
     for (int part = 0; part < 2; part++) {
         int32_t k0 = part ? M - n_down : 0, k1 = part ? M : n_up;
         for (int32_t k = k0; k < k1; k++) {
-            int32_t j = (int32_t)(nb[k] >> MDF_NL_IMAGE_BITS);
+            double sh[3];
+            int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
             int inside = j >= lo && j < hi;
             if (part && inside) continue; /* counted by j's own row, with Newton */
-            const double *sh = shift[nb[k] & MDF_NL_IMAGE_MASK];
             double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
             int tj = p->type_of_z[atoms[j].z];
             if (inside) lj_add_pair(p, ti, tj, d, fi, f + 3 * j, acc, virial);
@@ -101,17 +97,18 @@ static void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int virial, const d
 }
 
 /* The half-list loop of atom i. With a single species the coefficients are
- * loop constants, which the compiler keeps in registers. */
-static inline void lj_atom_list(int32_t i, int single, int virial, const double *w, double *f,
+ * loop constants, which the compiler keeps in registers; with 5-bit entries
+ * (!wide: large cells) the image is a plain table lookup. */
+static inline void lj_atom_list(int32_t i, int single, int virial, int wide, const double *w, double *f,
                                 const mdf_atom_info *atoms, const uint32_t *nb, int32_t n,
-                                const double (*shift)[3], const mdf_lj_params *p, lj_acc *acc)
+                                const mdf_nl_shifts *t, const mdf_lj_params *p, lj_acc *acc)
 {
     const double *xi = w + 3 * i;
     int ti = single ? 0 : p->type_of_z[atoms[i].z];
     double fi[3] = {0.0, 0.0, 0.0};
     for (int32_t k = 0; k < n; k++) {
-        int32_t j = (int32_t)(nb[k] >> MDF_NL_IMAGE_BITS);
-        const double *sh = shift[nb[k] & MDF_NL_IMAGE_MASK];
+        double sh[3];
+        int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
         double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
         lj_add_pair(p, ti, single ? 0 : p->type_of_z[atoms[j].z], d, fi, f + 3 * j, acc, virial);
     }
@@ -155,8 +152,8 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
     }
     /* Wrapped positions x + o of the system, which its lists index. */
     for (int32_t k = 3 * s->atom_start; k < 3 * (s->atom_start + s->natoms); k++) w[k] = x[k] + v->offset[k];
-    double shift[27][3];
-    for (uint32_t code = 0; code < 27; code++) mdf_nl_image_shift(code, s->cell, shift[code]);
+    mdf_nl_shifts shift;
+    mdf_nl_shifts_init(&shift, &v->grid[sidx], s->cell);
     int32_t i0, i1;
     lj_chunk_rows(c, s, &i0, &i1);
     int32_t M = l->head->slots;
@@ -169,13 +166,18 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
         if (l->n_up[li] + l->n_down[li] > M)
             lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, slice ? c->atom_begin : s->atom_start,
                                slice ? c->atom_end : s->atom_start + s->natoms);
+        else if (slice && shift.q)
+            lj_atom_slice(i, c->atom_begin, c->atom_end, virial, 1, w, f, atoms, nb, l->n_up[li], l->n_down[li], M,
+                          &shift, p, &acc);
         else if (slice)
-            lj_atom_slice(i, c->atom_begin, c->atom_end, virial, w, f, atoms, nb, l->n_up[li], l->n_down[li], M, shift,
-                          p, &acc);
-        /* Constant flags: the compiler specialises each call. */
-        else if (single && !virial) lj_atom_list(i, 1, 0, w, f, atoms, nb, l->n_up[li], shift, p, &acc);
-        else if (single) lj_atom_list(i, 1, 1, w, f, atoms, nb, l->n_up[li], shift, p, &acc);
-        else lj_atom_list(i, 0, 1, w, f, atoms, nb, l->n_up[li], shift, p, &acc);
+            lj_atom_slice(i, c->atom_begin, c->atom_end, virial, 0, w, f, atoms, nb, l->n_up[li], l->n_down[li], M,
+                          &shift, p, &acc);
+        /* Constant flags: the compiler specialises each call. Wide entries
+         * (small cells) take the general loop. */
+        else if (shift.q) lj_atom_list(i, 0, 1, 1, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
+        else if (single && !virial) lj_atom_list(i, 1, 0, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
+        else if (single) lj_atom_list(i, 1, 1, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
+        else lj_atom_list(i, 0, 1, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
     }
     r->energy += acc.e;
     if (virial)

@@ -40,7 +40,7 @@ void mdf_nl_bin_system(const double *pos, const mdf_sys_info *s, int32_t sidx, m
     mdf_nl_basis(s, g);
     bin_bounds(pos, s, g);
     int32_t a0 = s->atom_start, a1 = a0 + s->natoms;
-    mdf_nl_grid_dims(g, r_list, s->natoms);
+    mdf_nl_grid_setup(g, r_list, s->atom_start, s->natoms);
     int32_t ncells = g->n[0] * g->n[1] * g->n[2];
     int32_t *cs = v->cell_start + a0 + sidx;
     memset(cs, 0, sizeof *cs * (size_t)(ncells + 1));
@@ -131,7 +131,7 @@ static void list_stats(mdf_nl_list_view *l)
 typedef struct candidates {
     int32_t n, cap;
     double *x, *y, *z;
-    uint32_t *entry;   /* (j << 5) | image code */
+    uint32_t *entry;   /* (j << 5) | image code (5-bit entries: 3+ cells along periodic directions) */
     int32_t *j;
     int32_t *hit;      /* candidates within r_list of the current atom */
 } candidates;
@@ -251,8 +251,8 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
             build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand);
             continue;
         }
-        /* Periodic directions with fewer than 3 cells (small cells): the image
-         * depends on the pair, found atom by atom. */
+        /* Periodic directions with fewer than 3 cells (small cells): the images
+         * depend on the pair, tried atom by atom. */
         const int32_t *cs = v.cell_start + si->atom_start + s;
         for (int32_t i = i0; i < i1; i++) {
             int32_t li = i - c->atom_begin;

@@ -133,7 +133,7 @@ __global__ void nl_bin_kernel(const double *pos, const mdf_sys_info *sys, void *
             double span = sg.periodic[k] ? 1.0 : red[3 + k][0] - red[k][0];
             sg.span[k] = span > 0.0 ? span : 1e-300; /* a flat system: one cell */
         }
-        mdf_nl_grid_dims(&sg, r_list, natoms);
+        mdf_nl_grid_setup(&sg, r_list, si->atom_start, natoms);
     }
     __syncthreads();
 
@@ -327,7 +327,7 @@ __global__ void __launch_bounds__(MDF_SYS_BLOCK)
         double span = per ? 1.0 : hi - lo;
         g->span[k] = span > 0.0 ? span : 1e-300;
     }
-    mdf_nl_grid_dims(g, r_list, si->natoms);
+    mdf_nl_grid_setup(g, r_list, si->atom_start, si->natoms);
     for (int k = 0; k < 9; k++) g->ref_cell[k] = si->cell[k];
     g->valid = 1;
     g->nbuilds++;

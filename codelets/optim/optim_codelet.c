@@ -6,6 +6,8 @@ MDF_PERFMODEL(fire_model, "mdf_fire");
 MDF_PERFMODEL(fire2_model, "mdf_fire2");
 MDF_PERFMODEL(gd_model, "mdf_gd");
 MDF_PERFMODEL(lbfgs_model, "mdf_lbfgs");
+MDF_PERFMODEL(cell_fire_model, "mdf_cell_fire");
+MDF_PERFMODEL(cell_lbfgs_model, "mdf_cell_lbfgs");
 
 static struct starpu_codelet fire_cl = {
     .cpu_funcs = {mdf_fire_cpu},
@@ -88,4 +90,46 @@ int mdf_insert_lbfgs(starpu_data_handle_t pos, starpu_data_handle_t force, starp
 {
     starpu_data_handle_t h[] = {pos, force, sys, res, state, work};
     return mdf_submit(&lbfgs_cl, args, sizeof *args, 6, h, NULL, "mdf_lbfgs");
+}
+
+static struct starpu_codelet cell_fire_cl = {
+    .cpu_funcs = {mdf_cell_fire_cpu},
+    .cpu_funcs_name = {"mdf_cell_fire_cpu"},
+#if MDF_CUDA_ENABLED
+    .cuda_funcs = {mdf_cell_fire_cuda},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+    .nbuffers = 6,
+    .modes = {STARPU_RW, STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_RW},
+    .model = &cell_fire_model,
+    .name = "mdf_cell_fire",
+};
+
+static struct starpu_codelet cell_lbfgs_cl = {
+    .cpu_funcs = {mdf_cell_lbfgs_cpu},
+    .cpu_funcs_name = {"mdf_cell_lbfgs_cpu"},
+#if MDF_CUDA_ENABLED
+    .cuda_funcs = {mdf_cell_lbfgs_cuda},
+    .cuda_flags = {STARPU_CUDA_ASYNC},
+#endif
+    .nbuffers = 6,
+    .modes = {STARPU_RW, STARPU_R, STARPU_RW, STARPU_RW, STARPU_RW, STARPU_RW},
+    .model = &cell_lbfgs_model,
+    .name = "mdf_cell_lbfgs",
+};
+
+int mdf_insert_cell_fire(starpu_data_handle_t pos, starpu_data_handle_t vel, starpu_data_handle_t force,
+                         starpu_data_handle_t sys, starpu_data_handle_t res, starpu_data_handle_t state,
+                         const mdf_cell_fire_args *args)
+{
+    starpu_data_handle_t h[] = {pos, vel, force, sys, res, state};
+    return mdf_submit(&cell_fire_cl, args, sizeof *args, 6, h, NULL, "mdf_cell_fire");
+}
+
+int mdf_insert_cell_lbfgs(starpu_data_handle_t pos, starpu_data_handle_t force, starpu_data_handle_t sys,
+                          starpu_data_handle_t res, starpu_data_handle_t state, starpu_data_handle_t work,
+                          const mdf_cell_lbfgs_args *args)
+{
+    starpu_data_handle_t h[] = {pos, force, sys, res, state, work};
+    return mdf_submit(&cell_lbfgs_cl, args, sizeof *args, 6, h, NULL, "mdf_cell_lbfgs");
 }

@@ -6,6 +6,7 @@
 
 #include <starpu.h>
 #include "optim_kernel.h"
+#include "cell_kernel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,6 +20,10 @@ void mdf_fire_cuda(void *buffers[], void *cl_arg);
 void mdf_fire2_cuda(void *buffers[], void *cl_arg);
 void mdf_gd_cuda(void *buffers[], void *cl_arg);
 void mdf_lbfgs_cuda(void *buffers[], void *cl_arg);
+void mdf_cell_fire_cpu(void *buffers[], void *cl_arg);
+void mdf_cell_lbfgs_cpu(void *buffers[], void *cl_arg);
+void mdf_cell_fire_cuda(void *buffers[], void *cl_arg);
+void mdf_cell_lbfgs_cuda(void *buffers[], void *cl_arg);
 
 /* FIRE and FIRE2 (v is the optimiser's own velocity). */
 int mdf_insert_fire(starpu_data_handle_t pos, starpu_data_handle_t vel, starpu_data_handle_t force,
@@ -33,6 +38,15 @@ int mdf_insert_gd(starpu_data_handle_t pos, starpu_data_handle_t force, starpu_d
 int mdf_insert_lbfgs(starpu_data_handle_t pos, starpu_data_handle_t force, starpu_data_handle_t sys,
                      starpu_data_handle_t res, starpu_data_handle_t state, starpu_data_handle_t work,
                      const mdf_lbfgs_args *args);
+
+/* FIRE and L-BFGS on atoms and cell (cell_kernel.h); work: the shard's
+ * workspace of mdf_lbfgs_cell_layout_of(...).total doubles. */
+int mdf_insert_cell_fire(starpu_data_handle_t pos, starpu_data_handle_t vel, starpu_data_handle_t force,
+                         starpu_data_handle_t sys, starpu_data_handle_t res, starpu_data_handle_t state,
+                         const mdf_cell_fire_args *args);
+int mdf_insert_cell_lbfgs(starpu_data_handle_t pos, starpu_data_handle_t force, starpu_data_handle_t sys,
+                          starpu_data_handle_t res, starpu_data_handle_t state, starpu_data_handle_t work,
+                          const mdf_cell_lbfgs_args *args);
 
 #ifdef __cplusplus
 }

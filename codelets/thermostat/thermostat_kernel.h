@@ -249,12 +249,13 @@ MDF_HD void mdf_npt_scale_cell(mdf_sys_info *s, double mu)
 
 MDF_HD double mdf_trace3(const double *w) { return w[0] + w[4] + w[8]; }
 
-/* After a cell change: flags the system when cutoff + skin exceeds half its
- * periodic width (the limit the model pipeline checks when a stage starts),
- * for the stage to report. The flag stays until a run starts. */
+/* After a cell change: flags the system when cutoff + skin exceeds
+ * MDF_NL_MAX_REACH periodic widths (the limit the model pipeline checks when
+ * a stage starts), for the stage to report. The flag stays until a run
+ * starts. */
 MDF_HD void mdf_npt_check_cell(mdf_sys_info *s, double r_list)
 {
-    if (r_list > 0.0 && r_list > 0.5 * mdf_periodic_width(s, 0)) s->flags |= MDF_SYS_CELL_TOO_SMALL;
+    if (r_list > 0.0 && r_list > MDF_NL_MAX_REACH * mdf_periodic_width(s, 0)) s->flags |= MDF_SYS_CELL_TOO_SMALL;
 }
 
 #endif

@@ -162,11 +162,14 @@ typedef struct mdf_model_setup {
     double all_pairs_ratio;
     /* Bytes of the blob that checkpoints' fingerprints skip (machine settings). */
     size_t fingerprint_skip_off, fingerprint_skip_len;
-    /* Optional: how errors name the model (e.g. "kim model SW_..._Si"; empty:
-     * "the NAME model"), and what they suggest for an element it lacks
-     * (empty: "add it to the model's species"). */
+    /* Optional: what a system with an element the model lacks is told, after
+     * "system I (id N), atom A: element X (Z=z) has no parameters in the
+     * NAME model: " (empty: "add it to the model's species"). The EAM model
+     * names its potential file and the elements the file covers. */
+    char missing_element_hint[512];
+    /* Optional: how that error names the model instead of "the NAME model"
+     * (the kim model: "kim model SW_..._Si__MO_..."). */
     char label[320];
-    char missing_element_hint[256];
 } mdf_model_setup;
 
 /* Per-element and per-pair rows of a model configuration, handed to setup:

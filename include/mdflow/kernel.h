@@ -56,8 +56,9 @@ typedef struct mdf_atom_info {
                                      * by the first check of the stage that serves it
                                      * (entry velocities read it, also across runs) */
 #define MDF_SYS_CELL_TOO_SMALL  128 /* a method that changes the cell (NPT) took a
-                                     * periodic width below 2 (cutoff + skin), where
-                                     * the neighbour lists miss pairs: set by the
+                                     * periodic width below (cutoff + skin) /
+                                     * MDF_NL_MAX_REACH, past the images the
+                                     * neighbour lists follow: set by the
                                      * method's task, reported by the stage, cleared
                                      * when a run starts */
 
@@ -151,6 +152,12 @@ MDF_HD double mdf_sys_dof(const mdf_sys_info *s, int momentum) { return mdf_dof(
  * periodic direction (1 / |column k of inv_cell|), and that direction in
  * *axis (0..2; -1 and HUGE_VAL when no direction is periodic). Cutoff +
  * skin must not exceed half of it (the lists take one image per pair). */
+/* Cells at most this many times narrower than cutoff + skin (the list
+ * radius) are supported, through periodic images (mdflow/kernel/nlist.h);
+ * a run refuses narrower ones up front, and NPT flags a cell that shrinks
+ * past it (MDF_SYS_CELL_TOO_SMALL). */
+#define MDF_NL_MAX_REACH 16
+
 MDF_HD double mdf_periodic_width(const mdf_sys_info *s, int *axis)
 {
     double w = HUGE_VAL;

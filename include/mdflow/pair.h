@@ -131,17 +131,13 @@ MDF_PAIR_INLINE void mdf_pair_atom_from_cells(const mdf_pair_ctx *c, int32_t i, 
     const mdf_nl_grid *g = &v->grid[sidx];
     const int32_t *cs = v->cell_start + s->atom_start + sidx;
     const int32_t zi = atoms[i].z;
-    double xi[3];
-    mdf_nl_wrapped(x, v->offset, i, xi);
-    mdf_nl_walk w;
-    mdf_nl_walk_begin(&w, g, v->cell_of[i]);
-    int32_t j;
-    while (mdf_nl_walk_next(&w, g, cs, v->sorted, &j)) {
+    mdf_nl_pairs pw;
+    mdf_nl_pairs_begin(&pw, i, x, v->offset, g, cs, v->sorted, v->cell_of, HUGE_VAL);
+    int32_t j, n[3];
+    double d[3];
+    while (mdf_nl_pairs_next(&pw, &j, n, d)) {
         int inside = j >= lo && j < hi;
-        if (j == i || (inside && j < i)) continue;
-        double xj[3], d[3];
-        mdf_nl_wrapped(x, v->offset, j, xj);
-        mdf_nl_min_image(xi, xj, s, d);
+        if (inside && !mdf_nl_pair_is_up(i, j, n)) continue; /* counted from the other end */
         if (inside) mdf_pair_add_full(c, zi, atoms[j].z, d, f + 3 * i, f + 3 * j, acc, c->virial);
         else mdf_pair_add_half(c, zi, atoms[j].z, d, f + 3 * i, acc, c->virial);
     }
@@ -150,9 +146,10 @@ MDF_PAIR_INLINE void mdf_pair_atom_from_cells(const mdf_pair_ctx *c, int32_t i, 
 /* Atom i of a slice [lo, hi) of a large system: pairs inside the slice once
  * (Newton), pairs with an atom outside half, on i only. j > i comes from the
  * front of the list, j < i from the back. */
-MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32_t lo, int32_t hi, const double *w,
+MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32_t lo, int32_t hi, int wide,
+                                         const double *w,
                                          double *f, const mdf_atom_info *atoms, const uint32_t *nb, int32_t n_up,
-                                         int32_t n_down, int32_t M, double (*shift)[3], mdf_pair_acc *acc)
+                                         int32_t n_down, int32_t M, const mdf_nl_shifts *t, mdf_pair_acc *acc)
 {
     const double *xi = w + 3 * i;
     const int32_t zi = atoms[i].z;
@@ -160,10 +157,10 @@ MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32
     for (int part = 0; part < 2; part++) {
         int32_t k0 = part ? M - n_down : 0, k1 = part ? M : n_up;
         for (int32_t k = k0; k < k1; k++) {
-            int32_t j = (int32_t)(nb[k] >> MDF_NL_IMAGE_BITS);
+            double sh[3];
+            int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
             int inside = j >= lo && j < hi;
             if (part && inside) continue; /* counted by j's own row, with Newton */
-            const double *sh = shift[nb[k] & MDF_NL_IMAGE_MASK];
             double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
             if (inside) mdf_pair_add_full(c, zi, atoms[j].z, d, fi, f + 3 * j, acc, c->virial);
             else mdf_pair_add_half(c, zi, atoms[j].z, d, fi, acc, c->virial);
@@ -173,17 +170,19 @@ MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32
 }
 
 /* The half-list row of atom i of a whole system (each pair once). `virial`
- * is a constant at each call, so the compiler makes a copy without it. */
-MDF_PAIR_INLINE void mdf_pair_atom_list(const mdf_pair_ctx *c, int32_t i, int virial, const double *w, double *f,
+ * and `wide` (entries of small cells) are constants at each call, so the
+ * compiler makes a copy of the loop for each. */
+MDF_PAIR_INLINE void mdf_pair_atom_list(const mdf_pair_ctx *c, int32_t i, int virial, int wide, const double *w,
+                                        double *f,
                                         const mdf_atom_info *atoms, const uint32_t *nb, int32_t n,
-                                        double (*shift)[3], mdf_pair_acc *acc)
+                                        const mdf_nl_shifts *t, mdf_pair_acc *acc)
 {
     const double *xi = w + 3 * i;
     const int32_t zi = atoms[i].z;
     double fi[3] = {0.0, 0.0, 0.0};
     for (int32_t k = 0; k < n; k++) {
-        int32_t j = (int32_t)(nb[k] >> MDF_NL_IMAGE_BITS);
-        const double *sh = shift[nb[k] & MDF_NL_IMAGE_MASK];
+        double sh[3];
+        int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
         double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
         mdf_pair_add_full(c, zi, atoms[j].z, d, fi, f + 3 * j, acc, virial);
     }
@@ -205,8 +204,8 @@ MDF_PAIR_INLINE void mdf_pair_system(const mdf_pair_ctx *c, int32_t sidx, const 
     const int slice = mdf_pair_is_slice(ch, s);
     /* Wrapped positions x + o of the system, which its lists index. */
     for (int32_t k = 3 * s->atom_start; k < 3 * (s->atom_start + s->natoms); k++) w[k] = x[k] + v->offset[k];
-    double shift[27][3];
-    for (uint32_t code = 0; code < 27; code++) mdf_nl_image_shift(code, s->cell, shift[code]);
+    mdf_nl_shifts shift;
+    mdf_nl_shifts_init(&shift, &v->grid[sidx], s->cell);
     int32_t i0 = s->atom_start > ch->atom_begin ? s->atom_start : ch->atom_begin;
     int32_t i1 = s->atom_start + s->natoms < ch->atom_end ? s->atom_start + s->natoms : ch->atom_end;
     const int32_t M = l->head->slots;
@@ -219,11 +218,14 @@ MDF_PAIR_INLINE void mdf_pair_system(const mdf_pair_ctx *c, int32_t sidx, const 
         if (l->n_up[li] + l->n_down[li] > M)
             mdf_pair_atom_from_cells(c, i, x, f, atoms, s, sidx, v, &acc, lo, hi);
         else if (slice)
-            mdf_pair_atom_slice(c, i, lo, hi, w, f, atoms, nb, l->n_up[li], l->n_down[li], M, shift, &acc);
+            mdf_pair_atom_slice(c, i, lo, hi, shift.q != 0, w, f, atoms, nb, l->n_up[li], l->n_down[li], M, &shift,
+                                &acc); /* (the entry test is cheap next to a slice's cross-edge checks) */
+        else if (shift.q) /* wide entries (small cells) */
+            mdf_pair_atom_list(c, i, 1, 1, w, f, atoms, nb, l->n_up[li], &shift, &acc);
         else if (c->virial)
-            mdf_pair_atom_list(c, i, 1, w, f, atoms, nb, l->n_up[li], shift, &acc);
+            mdf_pair_atom_list(c, i, 1, 0, w, f, atoms, nb, l->n_up[li], &shift, &acc);
         else
-            mdf_pair_atom_list(c, i, 0, w, f, atoms, nb, l->n_up[li], shift, &acc);
+            mdf_pair_atom_list(c, i, 0, 0, w, f, atoms, nb, l->n_up[li], &shift, &acc);
     }
     r->energy += acc.e;
     if (c->virial)

@@ -117,31 +117,29 @@ __global__ void __launch_bounds__(MDF_PAIR_BLOCK)
         double fi[3] = {0.0, 0.0, 0.0};
         const int32_t n_up = l.n_up[li], n_down = l.n_down[li];
         if (n_up + n_down > M) {
-            /* Overflowed: every j != i of the cells around i. */
+            /* Overflowed (or no lists): every image around i, from the cells. */
             const mdf_nl_grid *g = &v.grid[s];
             const int32_t *cs = v.cell_start + si->atom_start + s;
-            mdf_nl_walk wk;
-            mdf_nl_walk_begin(&wk, g, v.cell_of[i]);
-            int32_t j;
-            while (mdf_nl_walk_next(&wk, g, cs, v.sorted, &j)) {
-                if (j == i) continue;
-                double xj[3], d[3];
-                mdf_nl_wrapped(x, o, j, xj);
-                mdf_nl_min_image(xi, xj, si, d);
+            mdf_nl_pairs pw;
+            mdf_nl_pairs_begin(&pw, i, x, o, g, cs, v.sorted, v.cell_of, HUGE_VAL);
+            int32_t j, n[3];
+            double d[3];
+            while (mdf_nl_pairs_next(&pw, &j, n, d)) {
                 mdf_pair_from_i<Pair, WANT_VIRIAL>(p, zi, atoms[j].z, d, fi, &e, w);
             }
         } else {
+            const mdf_nl_grid *g = &v.grid[s];
             double cell[9];
             for (int k = 0; k < 9; k++) cell[k] = si->cell[k];
             const uint32_t *nb = l.slots + (size_t)li * (size_t)M;
-            /* j > i from the front, j < i from the back: the full list. */
+            /* Up entries from the front, the others from the back: the full list. */
             for (int part = 0; part < 2; part++) {
                 int32_t k0 = part ? M - n_down : 0, k1 = part ? M : n_up;
                 for (int32_t k = k0; k < k1; k++) {
                     uint32_t entry = nb[k];
-                    int32_t j = (int32_t)(entry >> MDF_NL_IMAGE_BITS);
+                    int32_t j = mdf_nl_entry_atom(g, entry);
                     double sh[3], xj[3];
-                    mdf_nl_image_shift(entry & MDF_NL_IMAGE_MASK, cell, sh);
+                    mdf_nl_entry_shift(g, entry, cell, sh);
                     mdf_nl_wrapped(x, o, j, xj);
                     double d[3] = {xj[0] + sh[0] - xi[0], xj[1] + sh[1] - xi[1], xj[2] + sh[2] - xi[2]};
                     mdf_pair_from_i<Pair, WANT_VIRIAL>(p, zi, atoms[j].z, d, fi, &e, w);

@@ -40,7 +40,7 @@ extern "C" {
 #define MDF_SYSTEM_NONFINITE_ENERGY 16
 #define MDF_SYSTEM_BUDGET_EXIT     32  /* left a stage on its step budget, unconverged */
 #define MDF_SYSTEM_ENTERED         64  /* moved into its stage, not yet checked there */
-#define MDF_SYSTEM_CELL_TOO_SMALL  128 /* NPT shrank the cell below 2 (cutoff + skin): the run fails */
+#define MDF_SYSTEM_CELL_TOO_SMALL  128 /* NPT shrank the cell below (cutoff + skin) / 16: the run fails */
 
 /* Stage-wide settings every method may read. A method's own parameters
  * (friction, FIRE's dt, L-BFGS memory, ...) live in its own block, set by
@@ -60,7 +60,14 @@ void mdf_dynamics_params_init(mdf_dynamics_params *p);
 typedef enum mdf_criterion_kind {
     MDF_CRITERION_FMAX = 0,          /* largest per-atom force norm <= threshold (eV/Å) */
     MDF_CRITERION_ENERGY_CHANGE = 1, /* |E - E_previous step| <= threshold (eV) */
-    MDF_CRITERION_STEPS = 2          /* steps in this stage >= threshold */
+    MDF_CRITERION_STEPS = 2,         /* steps in this stage >= threshold */
+    MDF_CRITERION_SMAX = 3           /* stress within threshold (GPa) of the target pressure:
+                                      * max_ij |σ_ij + P δ_ij| <= threshold, σ = -virial/V,
+                                      * P the method's pressure_GPa parameter (0 when it has
+                                      * none; the variable-cell optimisers fire_cell and
+                                      * lbfgs_cell have one); systems not periodic in x, y
+                                      * and z pass it. Methods without MDF_METHOD_NEEDS_VIRIAL
+                                      * make the model compute the virial every step too */
 } mdf_criterion_kind;
 
 typedef struct mdf_stage_config {

@@ -21,12 +21,31 @@
  * Positions are never wrapped (trajectories stay continuous), so an atom
  * may be any number of cells away from the box. At each build the binning
  * records a per-atom offset o_i = -floor(s_i)·H that brings the atom into
- * the cell; lists then work with the wrapped positions x + o, for which the
- * nearest image of a neighbour is a translation n in {-1,0,1}^3. Each entry
- * is (j << 5) | code(n), and the pair displacement is
+ * the cell; lists then work with the wrapped positions x + o, and an entry
+ * names a neighbour j and a lattice translation n:
  *   d = (x_j + o_j) - (x_i + o_i) + n·H.
- * Because r_list is at most half of every periodic width that image is
- * unique; the offsets stay fixed until the next build. */
+ * The offsets stay fixed until the next build.
+ *
+ * Small periodic cells. Along a periodic direction whose perpendicular
+ * width w is less than 2 r_list an atom sees several images of the same
+ * neighbour, and of itself: the list holds one entry per image within
+ * r_list (j == i with n != 0 included), as ASE's and LAMMPS's lists do.
+ * Such a direction has fewer than three cells; the walk visits each of its
+ * cells once and tries every n_k in [-R_k, R_k], R_k = ceil(r_list / w)
+ * (mdf_nl_grid.reach). Directions with three cells or more take the image
+ * of the neighbouring cell, one per atom (the fast path of large cells).
+ *
+ * Entry formats (per system, mdf_nl_grid): when every R_k <= 1 (every cell
+ * down to half the list radius: large cells keep this path) an entry is
+ *   (j << 5) | code(n),   code = (n0+1)·9 + (n1+1)·3 + (n2+1),
+ * j the shard index. Wider reach uses "wide" entries
+ *   ((j - atom_start) << 3q) | (n0+R) << 2q | (n1+R) << q | (n2+R),
+ * with q bits per direction (mdf_nl_grid.image_q) and j counted from the
+ * system's first atom. Read entries through mdf_nl_entry_atom and
+ * mdf_nl_entry_image (any code), or an mdf_nl_shifts table (CPU loops). A
+ * system whose atoms outnumber what a wide entry can index (or whose reach
+ * exceeds MDF_NL_MAX_REACH) gets no list: every atom walks its cells
+ * (mdf_nl_pairs), the path of atoms with more neighbours than slots. */
 #ifndef MDF_NLIST_KERNEL_H
 #define MDF_NLIST_KERNEL_H
 
@@ -45,7 +64,13 @@ typedef struct mdf_nl_grid {
     int32_t valid;         /* 0 until the first build */
     int32_t all_pairs;     /* 1: left to an all-pairs model this step (CPU
                             * only): no bins, no list (mdf_nl_all_pairs) */
-    int32_t pad_;
+    int32_t reach[3];      /* R_k: images tried along a periodic direction of
+                            * fewer than three cells (0 along open ones) */
+    int32_t image_q;       /* 0: 5-bit codes; else bits per direction of a
+                            * wide entry (see the top of this file) */
+    int32_t image_bits;    /* low bits of an entry holding the image */
+    int32_t entry_base;    /* j of an entry counts from here */
+    int32_t lists_off;     /* 1: no list, every atom walks its cells */
     int64_t nbuilds;       /* rebuilds so far (statistics, tests) */
     double lo[3], span[3]; /* fractional range covered along each direction */
     double basis[9];       /* rows; the cell, or the identity */
@@ -330,6 +355,43 @@ MDF_HD void mdf_nl_grid_dims(mdf_nl_grid *g, double r_list, int32_t max_cells)
     for (int k = 0; k < 3; k++) g->n[k] = (int32_t)ncell[k];
 }
 
+/* The images a system's lists need (after mdf_nl_grid_dims: the cell
+ * counts decide which directions walk their images) and the entry format
+ * that can name them; see the top of this file. */
+MDF_HD void mdf_nl_grid_images(mdf_nl_grid *g, double r_list, int32_t atom_start, int32_t natoms)
+{
+    int32_t R = 1;
+    for (int k = 0; k < 3; k++) {
+        g->reach[k] = 0;
+        if (!g->periodic[k]) continue;
+        double r = ceil(r_list / mdf_perpendicular_width(g->inv_basis, k));
+        /* a NaN or huge ratio (a cell gone non-finite or flat) ends up past
+         * the maximum, without an undefined conversion */
+        g->reach[k] = g->n[k] >= 3 ? 1 : (r >= 1.0 ? (r <= (double)MDF_NL_MAX_REACH ? (int32_t)r : MDF_NL_MAX_REACH + 1) : 1);
+        R = g->reach[k] > R ? g->reach[k] : R;
+    }
+    g->lists_off = 0;
+    if (R <= 1) {
+        g->image_q = 0;
+        g->image_bits = MDF_NL_IMAGE_BITS;
+        g->entry_base = 0;
+        return;
+    }
+    int32_t q = 1;
+    while ((1 << q) < 2 * R + 1) q++;
+    g->image_q = q;
+    g->image_bits = 3 * q;
+    g->entry_base = atom_start;
+    g->lists_off = R > MDF_NL_MAX_REACH || (int64_t)natoms > ((int64_t)1 << (32 - 3 * q));
+}
+
+/* Cell counts and images of a system whose basis, lo and span are set. */
+MDF_HD void mdf_nl_grid_setup(mdf_nl_grid *g, double r_list, int32_t atom_start, int32_t natoms)
+{
+    mdf_nl_grid_dims(g, r_list, natoms);
+    mdf_nl_grid_images(g, r_list, atom_start, natoms);
+}
+
 /* The cell of fractional position u. Clamped to the grid in floating point
  * before the conversion to int, which is undefined for a NaN, an infinity or
  * anything beyond int32: a non-finite position (a run that exploded, before
@@ -452,8 +514,222 @@ MDF_HD void mdf_nl_walk_shift(const mdf_nl_walk *w, const mdf_nl_grid *g, double
                             (double)w->image[2], g->basis[6 + k]);
 }
 
-/* Puts a neighbour entry in an atom's slots: j > i from the front, j < i
- * from the back, counting past M (overflow) without writing. */
+/* ---- list entries ------------------------------------------------------ */
+
+/* Cartesian translation n·H (rounded as mdf_nl_image_shift). */
+MDF_HD void mdf_nl_shift_of(const int32_t n[3], const double cell[9], double out[3])
+{
+    for (int k = 0; k < 3; k++)
+        out[k] = mdf_nl_dot3((double)n[0], cell[k], (double)n[1], cell[3 + k], (double)n[2], cell[6 + k]);
+}
+
+/* Entry naming neighbour j (shard index) through translation n. */
+MDF_HD uint32_t mdf_nl_entry_make(const mdf_nl_grid *g, int32_t j, const int32_t n[3])
+{
+    uint32_t code;
+    if (!g->image_q) {
+        code = (uint32_t)((n[0] + 1) * 9 + (n[1] + 1) * 3 + (n[2] + 1));
+    } else {
+        int32_t q = g->image_q, R = (1 << (q - 1)); /* the offset of a direction: any R' >= R fits */
+        code = ((uint32_t)(n[0] + R) << (2 * q)) | ((uint32_t)(n[1] + R) << q) | (uint32_t)(n[2] + R);
+    }
+    return ((uint32_t)(j - g->entry_base) << g->image_bits) | code;
+}
+
+/* The neighbour (shard index) an entry names. */
+MDF_HD int32_t mdf_nl_entry_atom(const mdf_nl_grid *g, uint32_t e)
+{
+    return g->entry_base + (int32_t)(e >> g->image_bits);
+}
+
+/* The translation n of an entry. */
+MDF_HD void mdf_nl_entry_image(const mdf_nl_grid *g, uint32_t e, int32_t n[3])
+{
+    if (!g->image_q) {
+        uint32_t code = e & MDF_NL_IMAGE_MASK;
+        n[0] = (int32_t)(code / 9) - 1;
+        n[1] = (int32_t)((code / 3) % 3) - 1;
+        n[2] = (int32_t)(code % 3) - 1;
+        return;
+    }
+    int32_t q = g->image_q, R = 1 << (q - 1);
+    uint32_t m = (1u << q) - 1u;
+    n[0] = (int32_t)((e >> (2 * q)) & m) - R;
+    n[1] = (int32_t)((e >> q) & m) - R;
+    n[2] = (int32_t)(e & m) - R;
+}
+
+/* The Cartesian translation of an entry (GPU threads; CPU loops use an
+ * mdf_nl_shifts table, which gives the same numbers). */
+MDF_HD void mdf_nl_entry_shift(const mdf_nl_grid *g, uint32_t e, const double cell[9], double out[3])
+{
+    int32_t n[3];
+    mdf_nl_entry_image(g, e, n);
+    mdf_nl_shift_of(n, cell, out);
+}
+
+/* Whether the pair (i, j, n) belongs to i's half list ("up": counted once
+ * with Newton's third law): j > i, or an image of i itself whose first
+ * non-zero component of n is positive (of n and -n, exactly one). */
+MDF_HD int mdf_nl_pair_is_up(int32_t i, int32_t j, const int32_t n[3])
+{
+    if (j != i) return j > i;
+    return n[0] != 0 ? n[0] > 0 : (n[1] != 0 ? n[1] > 0 : n[2] > 0);
+}
+
+/* Translations of a system's entries, tabulated once per system for CPU
+ * loops: the 27 codes of 5-bit entries, or n_k·H_k per direction for wide
+ * ones (summed as mdf_nl_shift_of rounds: the same numbers). */
+typedef struct mdf_nl_shifts {
+    int32_t q, bits, base, R;
+    double code[27][3];
+    double axis[3][2 * MDF_NL_MAX_REACH + 2][3];
+} mdf_nl_shifts;
+
+MDF_HD void mdf_nl_shifts_init(mdf_nl_shifts *t, const mdf_nl_grid *g, const double cell[9])
+{
+    t->q = g->image_q;
+    t->bits = g->image_bits;
+    t->base = g->entry_base;
+    if (!t->q) {
+        for (uint32_t c = 0; c < 27; c++) mdf_nl_image_shift(c, cell, t->code[c]);
+        return;
+    }
+    if (g->lists_off) return; /* no entries to read */
+    int32_t lo = -g->reach[0], hi = g->reach[0];
+    for (int k = 1; k < 3; k++) {
+        lo = -g->reach[k] < lo ? -g->reach[k] : lo;
+        hi = g->reach[k] > hi ? g->reach[k] : hi;
+    }
+    if (lo > -1) lo = -1;
+    if (hi < 1) hi = 1;
+    for (int k = 0; k < 3; k++)
+        for (int32_t n = lo; n <= hi; n++)
+            for (int c = 0; c < 3; c++) t->axis[k][n - lo][c] = mdf_nl_mul((double)n, cell[3 * k + c]);
+    t->R = -lo; /* axis rows are indexed from -R */
+}
+
+/* Neighbour j of entry e and its translation into sh. */
+MDF_HD int32_t mdf_nl_shifts_get(const mdf_nl_shifts *t, uint32_t e, double sh[3])
+{
+    if (!t->q) {
+        const double *c = t->code[e & MDF_NL_IMAGE_MASK];
+        sh[0] = c[0];
+        sh[1] = c[1];
+        sh[2] = c[2];
+        return (int32_t)(e >> MDF_NL_IMAGE_BITS);
+    }
+    const int32_t q = t->q, off = 1 << (q - 1);
+    const uint32_t m = (1u << q) - 1u;
+    const int32_t a = (int32_t)((e >> (2 * q)) & m) - off + t->R, b = (int32_t)((e >> q) & m) - off + t->R,
+                  c = (int32_t)(e & m) - off + t->R;
+    for (int k = 0; k < 3; k++) sh[k] = mdf_nl_add(mdf_nl_add(t->axis[0][a][k], t->axis[1][b][k]), t->axis[2][c][k]);
+    return t->base + (int32_t)(e >> t->bits);
+}
+
+/* mdf_nl_shifts_get for 5-bit entries (t->q == 0), without the test: for
+ * loops specialised on the format (the common, large-cell case). */
+MDF_HD int32_t mdf_nl_shifts_get5(const mdf_nl_shifts *t, uint32_t e, double sh[3])
+{
+    const double *c = t->code[e & MDF_NL_IMAGE_MASK];
+    sh[0] = c[0];
+    sh[1] = c[1];
+    sh[2] = c[2];
+    return (int32_t)(e >> MDF_NL_IMAGE_BITS);
+}
+
+/* ---- every image near an atom, from the cells --------------------------- */
+
+/* Visits every (j, n) with |d| < r (squared: r2) around atom i, d as in
+ * the entries (wrapped positions of the last build): the candidates of the
+ * cells around i's, and along directions of fewer than three cells each
+ * translation in [-R_k, R_k]; i itself with n != 0 too. Used to build the
+ * lists and by atoms that have none (overflowed, or lists_off). Usage:
+ *   mdf_nl_pairs_begin(&p, ...); while (mdf_nl_pairs_next(&p, &j, n, d)) ... */
+typedef struct mdf_nl_pairs {
+    mdf_nl_walk w;
+    const mdf_nl_grid *g;
+    const int32_t *cs, *sorted;
+    const double *pos, *offset;
+    double xi[3], xj[3], r2;
+    int32_t i, j, have;
+    int32_t n[3], lo[3], hi[3];
+} mdf_nl_pairs;
+
+/* cell_start_sys: the system's first cell entry (v.cell_start +
+ * atom_start + s). */
+MDF_HD void mdf_nl_pairs_begin(mdf_nl_pairs *p, int32_t i, const double *pos, const double *offset,
+                               const mdf_nl_grid *g, const int32_t *cell_start_sys, const int32_t *sorted,
+                               const int32_t *cell_of, double r2)
+{
+    mdf_nl_walk_begin(&p->w, g, cell_of[i]);
+    p->g = g;
+    p->cs = cell_start_sys;
+    p->sorted = sorted;
+    p->pos = pos;
+    p->offset = offset;
+    p->r2 = r2;
+    p->i = i;
+    p->j = -1;
+    p->have = 0;
+    for (int k = 0; k < 3; k++) p->xj[k] = 0.0, p->n[k] = p->lo[k] = p->hi[k] = 0;
+    mdf_nl_wrapped(pos, offset, i, p->xi);
+}
+
+/* The translations to try for the walk's current cell. */
+MDF_HD void mdf_nl_pairs_ranges(mdf_nl_pairs *p)
+{
+    for (int k = 0; k < 3; k++) {
+        if (!p->g->periodic[k]) p->lo[k] = p->hi[k] = 0;
+        else if (p->g->n[k] >= 3) p->lo[k] = p->hi[k] = p->w.image[k];
+        else {
+            p->lo[k] = -p->g->reach[k];
+            p->hi[k] = p->g->reach[k];
+        }
+        p->n[k] = p->lo[k];
+    }
+}
+
+/* Next translation of the current candidate; 0 when all were tried. */
+MDF_HD int mdf_nl_pairs_advance(mdf_nl_pairs *p)
+{
+    for (int k = 2; k >= 0; k--) {
+        if (++p->n[k] <= p->hi[k]) return 1;
+        p->n[k] = p->lo[k];
+    }
+    return 0;
+}
+
+MDF_HD int mdf_nl_pairs_next(mdf_nl_pairs *p, int32_t *j, int32_t n[3], double d[3])
+{
+    for (;;) {
+        if (!p->have) {
+            if (!mdf_nl_walk_next(&p->w, p->g, p->cs, p->sorted, &p->j)) return 0;
+            mdf_nl_wrapped(p->pos, p->offset, p->j, p->xj);
+            mdf_nl_pairs_ranges(p);
+            p->have = 1;
+        } else if (!mdf_nl_pairs_advance(p)) {
+            p->have = 0;
+            continue;
+        }
+        if (p->j == p->i && !(p->n[0] | p->n[1] | p->n[2])) continue;
+        double sh[3];
+        mdf_nl_shift_of(p->n, p->g->basis, sh);
+        for (int k = 0; k < 3; k++) d[k] = p->xj[k] + sh[k] - p->xi[k];
+        if (!(mdf_nl_norm2(d[0], d[1], d[2]) < p->r2)) continue;
+        *j = p->j;
+        n[0] = p->n[0];
+        n[1] = p->n[1];
+        n[2] = p->n[2];
+        return 1;
+    }
+}
+
+/* ---- building one atom's list ------------------------------------------ */
+
+/* Puts a neighbour entry in an atom's slots: "up" entries (mdf_nl_pair_is_up)
+ * from the front, the others from the back, counting past M (overflow)
+ * without writing. */
 MDF_HD void mdf_nl_slot_put(uint32_t *slots, int32_t M, uint32_t entry, int is_up, int32_t *up, int32_t *down)
 {
     int32_t slot = is_up ? *up : M - 1 - *down;
@@ -463,42 +739,95 @@ MDF_HD void mdf_nl_slot_put(uint32_t *slots, int32_t M, uint32_t entry, int is_u
 }
 
 /* Fills atom i's slots from the binning just made (positions equal the
- * reference ones). The image shift is computed once per neighbour cell.
- * Returns the total neighbour count, which may exceed M: the caller then
- * treats the atom as overflowed. */
+ * reference ones). Returns the total neighbour count, which may exceed M:
+ * the caller then treats the atom as overflowed. A system without lists
+ * (lists_off) reports M + 1 and writes nothing. */
 MDF_HD int32_t mdf_nl_build_atom(int32_t i, const double *pos, const double *offset, const mdf_sys_info *s,
                                  const mdf_nl_grid *g, const int32_t *cell_start_sys,
                                  const int32_t *sorted, const int32_t *cell_of,
                                  double r_list2, int32_t M, uint32_t *slots,
                                  int32_t *n_up_out, int32_t *n_down_out)
 {
-    mdf_nl_walk w;
-    mdf_nl_walk_begin(&w, g, cell_of[i]);
+    (void)s;
     int32_t up = 0, down = 0;
-    double xi[3];
-    mdf_nl_wrapped(pos, offset, i, xi);
-    while (mdf_nl_walk_next_cell(&w, g, cell_start_sys)) {
-        double sh[3];
-        uint32_t code = mdf_nl_walk_code(&w);
-        mdf_nl_walk_shift(&w, g, sh);
-        for (int32_t p = w.pos; p < w.end; p++) {
-            int32_t j = sorted[p];
-            if (j == i) continue;
-            double xj[3], d[3];
-            mdf_nl_wrapped(pos, offset, j, xj);
-            if (w.ambiguous) {
-                int c = mdf_nl_min_image(xi, xj, s, d);
-                code = (uint32_t)(c < 0 ? MDF_NL_NO_IMAGE : c);
-            } else {
-                for (int k = 0; k < 3; k++) d[k] = xj[k] + sh[k] - xi[k];
-            }
-            if (!(mdf_nl_norm2(d[0], d[1], d[2]) < r_list2)) continue;
-            mdf_nl_slot_put(slots, M, ((uint32_t)j << MDF_NL_IMAGE_BITS) | code, j > i, &up, &down);
-        }
+    if (g->lists_off) {
+        *n_up_out = M + 1;
+        *n_down_out = 0;
+        return M + 1;
     }
+    mdf_nl_pairs p;
+    mdf_nl_pairs_begin(&p, i, pos, offset, g, cell_start_sys, sorted, cell_of, r_list2);
+    int32_t j, n[3];
+    double d[3];
+    while (mdf_nl_pairs_next(&p, &j, n, d))
+        mdf_nl_slot_put(slots, M, mdf_nl_entry_make(g, j, n), mdf_nl_pair_is_up(i, j, n), &up, &down);
     *n_up_out = up;
     *n_down_out = down;
     return up + down;
+}
+
+/* ---- reading an atom's neighbours ------------------------------------- */
+
+/* Every neighbour image (j, d) of atom i, d = r_j - r_i as in the entries:
+ * its full list (up entries from the front, the others from the back), or
+ * its cells when it has none (more neighbours than slots, or a system
+ * without lists). Images beyond the list radius may come from the cells:
+ * filter with the model's cut-off. For many-body models that read full
+ * lists (CPU and GPU alike):
+ *   mdf_nl_full it;
+ *   mdf_nl_full_begin(&it, i, x, &l, &v, s, sidx, chunk_atom_begin);
+ *   while (mdf_nl_full_next(&it, &j, d)) ... */
+typedef struct mdf_nl_full {
+    mdf_nl_pairs pw;       /* the cells' walk, when walking */
+    const mdf_nl_grid *g;
+    const uint32_t *nb;
+    const double *x, *offset, *cell;
+    double xi[3];
+    int32_t i;             /* the atom */
+    int32_t walking, k, k_end, part, M, n_down;
+} mdf_nl_full;
+
+MDF_HD void mdf_nl_full_begin(mdf_nl_full *it, int32_t i, const double *x, const mdf_nl_list_view *l,
+                              const mdf_nl_bins_view *v, const mdf_sys_info *s, int32_t sidx, int32_t atom_begin)
+{
+    const int32_t li = i - atom_begin, M = l->head->slots;
+    it->i = i;
+    it->g = &v->grid[sidx];
+    it->x = x;
+    it->offset = v->offset;
+    it->cell = s->cell;
+    it->walking = l->n_up[li] + l->n_down[li] > M;
+    /* Both paths' fields are set (compilers cannot tell which is read). */
+    mdf_nl_pairs_begin(&it->pw, i, x, v->offset, it->g, v->cell_start + s->atom_start + sidx, v->sorted,
+                       v->cell_of, HUGE_VAL);
+    for (int k = 0; k < 3; k++) it->xi[k] = it->pw.xi[k];
+    it->nb = l->slots + (size_t)li * (size_t)M;
+    it->M = M;
+    it->n_down = it->walking ? 0 : l->n_down[li];
+    it->part = it->walking;
+    it->k = 0;
+    it->k_end = it->walking ? 0 : l->n_up[li];
+}
+
+MDF_HD int mdf_nl_full_next(mdf_nl_full *it, int32_t *j, double d[3])
+{
+    if (it->walking) {
+        int32_t n[3];
+        return mdf_nl_pairs_next(&it->pw, j, n, d);
+    }
+    while (it->k >= it->k_end) {
+        if (it->part) return 0;
+        it->part = 1;
+        it->k = it->M - it->n_down;
+        it->k_end = it->M;
+    }
+    uint32_t e = it->nb[it->k++];
+    double sh[3], xj[3];
+    *j = mdf_nl_entry_atom(it->g, e);
+    mdf_nl_entry_shift(it->g, e, it->cell, sh);
+    mdf_nl_wrapped(it->x, it->offset, *j, xj);
+    for (int k = 0; k < 3; k++) d[k] = xj[k] + sh[k] - it->xi[k];
+    return 1;
 }
 
 /* Whether system s moved far enough since its last build to need another:
