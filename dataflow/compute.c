@@ -72,14 +72,10 @@ static mdf_status check_system(const mdf_compute *c, size_t i, mdf_error *err)
     int64_t base = mdf_batch_slot_atom(b, slot);
     for (int32_t a = 0; a < s->natoms; a++) {
         int z = b->atoms[base + a].z;
-        if (!mdf_model_has_element(c->m, z))
-            return mdf_error_set(err, MDF_ERR_INVALID,
-                                 "system %zu (id %lld), atom %d: element %s (Z=%d) has no parameters in "
-                                 "the %s model: %s",
-                                 i, (long long)s->id, a, mdf_element_symbol(z), z, mdf_model_name(c->m),
-                                 mdf_model_missing_element_hint(c->m));
+        if (!mdf_model_has_element(c->m, z)) return mdf_model_element_error(c->m, i, (long long)s->id, a, z, err);
     }
-    for (int k = 0; k < 3; k++) {
+    /* A model that finds its own neighbours takes periodic images itself. */
+    for (int k = 0; k < 3 && !mdf_model_own_neighbours(c->m); k++) {
         if (!s->pbc[k]) continue;
         double width = mdf_perpendicular_width(s->inv_cell, k);
         if (!(c->r_list <= MDF_NL_MAX_REACH * width))
@@ -160,8 +156,10 @@ static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws 
 {
     const mdf_sys_info *sys = c->b->sys + sh->sys_off;
     int32_t target = c->cfg.chunk_atoms, group = c->group_atoms;
+    /* A model that takes whole systems only: no system is sliced. */
+    int whole = (c->m->def->flags & MDF_MODEL_WHOLE_SYSTEMS) != 0;
     do {
-        w->nchunks = sh->nsys ? plan_chunks(sys, sh->nsys, target, group, w->chunks) : 0;
+        w->nchunks = sh->nsys ? plan_chunks(sys, sh->nsys, whole ? INT32_MAX : target, group, w->chunks) : 0;
         target = target > INT32_MAX / 2 ? INT32_MAX : 2 * target;
         group = group > INT32_MAX / 2 ? INT32_MAX : 2 * group;
     } while (w->nchunks > MDF_REDUCE_MAX_CHUNKS);
@@ -331,7 +329,7 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
     int automatic = c->cfg.chunk_atoms == 0;
     if (automatic) c->cfg.chunk_atoms = auto_chunk_atoms(b);
     c->group_atoms = automatic && b->nshards >= (int)starpu_worker_get_count() ? INT32_MAX : c->cfg.chunk_atoms;
-    c->r_list = mdf_model_cutoff(m) + c->cfg.skin;
+    c->r_list = mdf_model_list_radius(m, c->cfg.skin);
     /* Small open systems skip the lists when only CPUs evaluate the model:
      * whole in a chunk, and a box of at most all_pairs_ratio list spheres
      * (all pairs then number at most about that many times the listed ones). */
@@ -611,15 +609,10 @@ mdf_status mdf_compute_check_frame(const mdf_model *m, double skin, const mdf_fr
 {
     for (int64_t a = 0; a < f->natoms; a++) {
         int z = f->numbers[a];
-        if (!mdf_model_has_element(m, z))
-            return mdf_error_set(err, MDF_ERR_INVALID,
-                                 "system %zu (id %lld), atom %lld: element %s (Z=%d) has no parameters in the %s model: "
-                                 "%s",
-                                 index, (long long)id, (long long)a, mdf_element_symbol(z), z, mdf_model_name(m),
-                                 mdf_model_missing_element_hint(m));
+        if (!mdf_model_has_element(m, z)) return mdf_model_element_error(m, index, (long long)id, (long long)a, z, err);
     }
     double inv[9];
-    if (!f->has_cell || !mdf_inv3(f->cell, inv)) return MDF_OK;
+    if (mdf_model_own_neighbours(m) || !f->has_cell || !mdf_inv3(f->cell, inv)) return MDF_OK;
     double r_list = mdf_model_cutoff(m) + skin;
     for (int k = 0; k < 3; k++) {
         if (!f->pbc[k]) continue;

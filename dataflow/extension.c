@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mdflow/extension.h"
+#include "mdflow/frame.h"
 #include "model_internal.h"
 #include "../codelets/common/mdf_codelet.h"
 
@@ -455,6 +456,12 @@ mdf_status mdf_model_config_create(const char *name, mdf_model_config **out, mdf
 {
     *out = NULL;
     const mdf_model_def *d = mdf_model_def_find(name);
+#ifndef MDF_HAVE_KIM
+    if (!d && name && !strcmp(name, "kim"))
+        return mdf_error_set(err, MDF_ERR_INVALID, "this mdflow was built without KIM support (the kim model): install "
+                             "libkim-api-dev and openkim-models (scripts/install-deps.sh), then configure and build "
+                             "again");
+#endif
     if (!d) return unknown(&models, name ? name : "(null)", err);
     mdf_model_config *c = calloc(1, sizeof *c);
     if (!c) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a model configuration");
@@ -615,6 +622,8 @@ mdf_status mdf_model_from_setup(const mdf_model_def *d, mdf_model_setup *s, mdf_
     m->missing_element_hint[sizeof m->missing_element_hint - 1] = '\0';
     m->fingerprint_skip_off = s->fingerprint_skip_off;
     m->fingerprint_skip_len = s->fingerprint_skip_len;
+    if (s->label[0]) snprintf(m->label, sizeof m->label, "%s", s->label);
+    else snprintf(m->label, sizeof m->label, "the %s model", d->name);
     starpu_vector_data_register(&m->params, STARPU_MAIN_RAM, (uintptr_t)m->blob, 1, s->blob_size);
     starpu_data_set_name(m->params, cl->name);
     *out = m;
@@ -642,6 +651,7 @@ void mdf_model_destroy(mdf_model *m)
 {
     if (!m) return;
     starpu_data_unregister(m->params);
+    if (m->def->destroy) m->def->destroy(m->blob);
     free(m->blob);
     free(m);
 }
@@ -649,6 +659,20 @@ void mdf_model_destroy(mdf_model *m)
 const char *mdf_model_name(const mdf_model *m) { return m->def->name; }
 double mdf_model_cutoff(const mdf_model *m) { return m->cutoff; }
 int mdf_model_has_element(const mdf_model *m, int z) { return z >= 0 && z < 128 && m->known_z[z]; }
+int mdf_model_own_neighbours(const mdf_model *m) { return (m->def->flags & MDF_MODEL_OWN_NEIGHBOURS) != 0; }
+
+double mdf_model_list_radius(const mdf_model *m, double skin)
+{
+    return mdf_model_own_neighbours(m) ? MDF_MODEL_TOKEN_LIST_RADIUS : m->cutoff + skin;
+}
+
+mdf_status mdf_model_element_error(const mdf_model *m, size_t index, long long id, long long atom, int z,
+                                   mdf_error *err)
+{
+    return mdf_error_set(err, MDF_ERR_INVALID, "system %zu (id %lld), atom %lld: element %s (Z=%d) has no parameters "
+                         "in %s: %s", index, id, atom, mdf_element_symbol(z), z, m->label,
+                         mdf_model_missing_element_hint(m));
+}
 
 /* ---- plugins --------------------------------------------------------------------- */
 

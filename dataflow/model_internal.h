@@ -44,7 +44,18 @@ struct mdf_model {
     /* Bytes of the parameters that checkpoints' fingerprints leave out: a
      * machine setting, not physics (the LJ model's CPU instruction set). */
     size_t fingerprint_skip_off, fingerprint_skip_len;
+    char label[320];              /* setup's label, or "the NAME model" */
 };
+
+/* The radius of mdflow's neighbour lists for this model: cutoff + skin, or
+ * a token one for a model that finds its own neighbours. */
+double mdf_model_list_radius(const mdf_model *m, double skin);
+/* Whether the model finds its neighbours itself (MDF_MODEL_OWN_NEIGHBOURS). */
+int mdf_model_own_neighbours(const mdf_model *m);
+/* The error for element z of atom `atom` of system `index` (id) that the
+ * model lacks. */
+mdf_status mdf_model_element_error(const mdf_model *m, size_t index, long long id, long long atom, int z,
+                                   mdf_error *err);
 
 /* Submits the model's task for one chunk; 0 or StarPU's error code. */
 int mdf_model_insert(const mdf_model *m, const mdf_model_task *t);

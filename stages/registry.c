@@ -13,6 +13,12 @@
 #include "../dataflow/model_internal.h"
 #include "../codelets/lj/lj_codelet.h"
 #include "../codelets/eam/eam_codelet.h"
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifdef MDF_HAVE_KIM
+#include "../codelets/kim/kim_internal.h"
+#endif
 #include "velocity_verlet.h"
 #include "langevin.h"
 #include "nose_hoover.h"
@@ -33,6 +39,9 @@ mdf_status mdf_register_builtins(mdf_error *err)
 {
     mdf_status st = mdf_register_model(&mdf_lj_model_def, err);
     if (st == MDF_OK) st = mdf_register_model(&mdf_eam_model_def, err);
+#ifdef MDF_HAVE_KIM
+    if (st == MDF_OK) st = mdf_register_model(&mdf_kim_model_def, err);
+#endif
     if (st == MDF_OK) st = mdf_register_method(&mdf_velocity_verlet, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_langevin, err);
     if (st == MDF_OK) st = mdf_register_method(&mdf_nose_hoover, err);

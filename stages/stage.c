@@ -752,7 +752,7 @@ static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model
         r->any_checks |= part_checks(&s->parts[p]);
         r->cells_change |= mdf_method_has(s->parts[p].method, MDF_METHOD_CELL);
     }
-    r->r_list = mdf_model_cutoff(m) + s->parts[0].cfg.skin;
+    r->r_list = mdf_model_list_radius(m, s->parts[0].cfg.skin);
     mdf_run_control_init(&r->ctl);
     int n = b->nshards;
     r->tokens = calloc((size_t)n, sizeof *r->tokens);

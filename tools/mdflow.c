@@ -29,6 +29,12 @@
 #include "workflow.h"
 #include "mdflow/mdflow.h"
 #include "mdflow/extension.h"
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifdef MDF_HAVE_KIM
+#include "../codelets/kim/kim_internal.h"
+#endif
 
 #ifndef MDF_PKGDATADIR
 #define MDF_PKGDATADIR "/usr/local/share/mdflow"
@@ -92,8 +98,9 @@ static void usage_common(FILE *fp)
             "  --model NAME          interatomic model: lj (Lennard-Jones, default), eam:FILE (a LAMMPS\n"
             "                        EAM file; NAME:FILE is --model NAME --param file=FILE; eam/alloy:FILE,\n"
             "                        eam/fs:FILE name the file's format, plain eam takes it from the\n"
-            "                        file's name) or any registered model (mdflow models; a plugin's,\n"
-            "                        with --plugin)\n"
+            "                        file's name), kim:NAME (an installed OpenKIM model, mdflow models\n"
+            "                        --kim; --model kim --param name=NAME) or any registered model\n"
+            "                        (mdflow models; a plugin's, with --plugin)\n"
             "  --param NAME=VALUE    a parameter of the model or of the method (repeatable), e.g.\n"
             "                        --param friction_per_fs=0.02, --param sigma=3.4; a name both take is\n"
             "                        written model.NAME or method.NAME (mdflow models, mdflow methods)\n"
@@ -586,7 +593,8 @@ static mdf_status apply_lj_shorthand(md_options *o, const cli_setting *s, mdf_er
 static mdf_status resolve_settings(md_options *o, mdf_error *err)
 {
     mdf_status st = load_plugins(o, err);
-    /* --model NAME:FILE is --model NAME --param file=FILE (eam:Cu_u3.eam), and
+    /* --model NAME:FILE is --model NAME --param file=FILE (eam:Cu_u3.eam), or
+     * --param name=VALUE for a model without a file but with a name (kim:NAME);
      * NAME/STYLE is --model NAME --param style=STYLE (eam/alloy, eam/fs: the
      * flavours of LAMMPS's pair styles; plain eam takes it from the file's
      * name). */
@@ -616,10 +624,12 @@ static mdf_status resolve_settings(md_options *o, mdf_error *err)
     }
     if (st == MDF_OK && colon) {
         const mdf_param_def *t = runner_model_params(&o->model_cfg);
-        if (!t || !mdf_params_find(t, "file"))
+        const char *param = t && mdf_params_find(t, "file") ? "file" : t && mdf_params_find(t, "name") ? "name" : NULL;
+        if (!param)
             st = mdf_error_set(err, MDF_ERR_INVALID, "--model %s: model %s takes no file (NAME:FILE is for models "
-                               "with a file parameter, as eam)", o->model, name);
-        else if (runner_model_add(&o->model_cfg, RUNNER_SCALAR, 0, 0, "file", colon + 1, err) != MDF_OK)
+                               "with a file parameter, as eam, and NAME:NAME for models with a name, as kim)",
+                               o->model, name);
+        else if (runner_model_add(&o->model_cfg, RUNNER_SCALAR, 0, 0, param, colon + 1, err) != MDF_OK)
             st = mdf_error_prefix(err, err->code, "--model %s", o->model);
     }
     if (st == MDF_OK) st = resolve_method(o, err);
@@ -992,7 +1002,20 @@ static void print_models(void)
         print_table("parameters:", d->params);
         print_table("per element (species:; unset values from the parameters above):", d->species_params);
         print_table("per pair (pairs:):", d->pair_params);
+#ifdef MDF_HAVE_KIM
+        if (!strcmp(d->name, "kim")) {
+            char **names;
+            int n = mdf_kim_model_names(&names);
+            printf("    --model kim:NAME (a workflow's model: {type: kim, name: NAME}): %d KIM portable models are "
+                   "installed%s\n", n > 0 ? n : 0, n > 0 ? " (mdflow models --kim lists them)" : " (install openkim-models)");
+            if (n > 0) mdf_kim_names_free(names, n);
+        }
+#endif
     }
+#ifndef MDF_HAVE_KIM
+    printf("  (kim: OpenKIM models through the KIM API; this mdflow was built without it: install libkim-api-dev and\n"
+           "   openkim-models, then configure and build again)\n");
+#endif
 }
 
 static int fail(const mdf_error *err)
@@ -1001,6 +1024,25 @@ static int fail(const mdf_error *err)
     /* 2: the input or the command line must change; 1: anything else. */
     int bad_input = err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE || err->code == MDF_ERR_PHYSICS;
     return bad_input ? 2 : 1;
+}
+
+/* mdflow models --kim: the installed KIM portable models, one a line. */
+static int print_kim_models(void)
+{
+#ifdef MDF_HAVE_KIM
+    char **names;
+    int n = mdf_kim_model_names(&names);
+    for (int k = 0; k < n; k++) printf("kim:%s\n", names[k]);
+    if (n > 0) mdf_kim_names_free(names, n);
+    if (n <= 0) fprintf(stderr, "mdflow: no KIM portable model is installed (install openkim-models)\n");
+    return n > 0 ? 0 : 1;
+#else
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_error_set(&err, MDF_ERR_INVALID, "this mdflow was built without KIM support: install libkim-api-dev and "
+                  "openkim-models (scripts/install-deps.sh), then configure and build again");
+    return fail(&err);
+#endif
 }
 
 static void usage_run(FILE *fp)
@@ -1098,10 +1140,12 @@ static int listing_command(int argc, char **argv, void (*print)(void))
         const char *path = NULL;
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
             printf("usage: mdflow %s [--plugin PATH.so ...]\nLists the registered %s with their parameters (name, "
-                   "help, default, range and unit); a plugin's entries are marked with its file.\n", argv[0],
-                   print == print_models ? "models" : "integrators and optimisers");
+                   "help, default, range and unit); a plugin's entries are marked with its file.%s\n", argv[0],
+                   print == print_models ? "models" : "integrators and optimisers",
+                   print == print_models ? "\nmdflow models --kim lists the installed KIM portable models (--model kim:NAME)." : "");
             return 0;
         }
+        if (!strcmp(argv[k], "--kim") && print == print_models) return print_kim_models();
         if (!strcmp(argv[k], "--plugin") && k + 1 < argc) path = argv[++k];
         else if (!strncmp(argv[k], "--plugin=", 9)) path = argv[k] + 9;
         if (!path) {

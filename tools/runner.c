@@ -66,6 +66,23 @@ mdf_status runner_model_init(runner_model *m, const char *name, mdf_error *err)
     return MDF_OK;
 }
 
+mdf_status runner_model_init_spec(runner_model *m, const char *spec, mdf_error *err)
+{
+    char name[RUNNER_NAME_MAX];
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, spec, len);
+    name[len] = '\0';
+    mdf_status st = runner_model_init(m, name, err);
+    if (st != MDF_OK || !colon) return st;
+    const mdf_param_def *t = runner_model_params(m);
+    if (!t || !mdf_params_find(t, "name"))
+        return mdf_error_set(err, MDF_ERR_INVALID, "model %s takes no name (type NAME:VALUE is for models with a name "
+                             "parameter, as kim:NAME; a file is given as file: PATH)", name);
+    return runner_model_add(m, RUNNER_SCALAR, 0, 0, "name", colon + 1, err);
+}
+
 /* The table of one kind of row, and its owner for messages. */
 static const mdf_param_def *row_table(const mdf_model_def *d, runner_row kind, char *owner, size_t owner_size)
 {

@@ -63,6 +63,10 @@ typedef struct runner_model {
 /* Starts a configuration of the registered model `name`; an unknown name's
  * message lists the registered models (and says a plugin adds more). */
 mdf_status runner_model_init(runner_model *m, const char *name, mdf_error *err);
+/* As runner_model_init, from a workflow's type NAME or NAME:VALUE: VALUE is
+ * the model's `name` parameter (kim:SW_StillingerWeber_1985_Si__MO_405512056662_005);
+ * a file is given as file: PATH (relative to the workflow's folder). */
+mdf_status runner_model_init_spec(runner_model *m, const char *spec, mdf_error *err);
 /* Adds a setting after checking it against the model's table for that kind
  * of row: the name exists (else the message lists the valid ones), the value
  * parses and lies in range (else the message gives the range). */

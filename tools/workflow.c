@@ -407,10 +407,11 @@ static mdf_status parse_pairs(wf_ctx *c, const yaml_node_t *n, const mdf_model_d
 
 static mdf_status parse_model_type(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 {
-    char type[WF_NAME_MAX];
+    char type[WF_NAME_MAX + MDF_PARAM_STRING_MAX];
     mdf_status st = get_string(c, n, "model.type", "lj", type, sizeof type);
     if (st != MDF_OK) return st;
-    if (runner_model_init(&wf->model, type, c->err) != MDF_OK)
+    /* type: NAME:VALUE as --model NAME:VALUE (kim:NAME, eam:FILE). */
+    if (runner_model_init_spec(&wf->model, type, c->err) != MDF_OK)
         return prefix_error(c, n, "model.type", MDF_ERR_INVALID);
     return MDF_OK;
 }

@@ -27,7 +27,7 @@ extern "C" {
 
 /* Raised whenever a definition struct, a kernel record (mdflow/kernel.h) or
  * a codelet's buffer layout changes incompatibly. */
-#define MDFLOW_API_VERSION 1
+#define MDFLOW_API_VERSION 2
 
 /* ==== helpers for an extension's own codelets ================================
  *
@@ -167,6 +167,9 @@ typedef struct mdf_model_setup {
      * NAME model: " (empty: "add it to the model's species"). The EAM model
      * names its potential file and the elements the file covers. */
     char missing_element_hint[512];
+    /* Optional: how that error names the model instead of "the NAME model"
+     * (the kim model: "kim model SW_..._Si__MO_..."). */
+    char label[320];
 } mdf_model_setup;
 
 /* Per-element and per-pair rows of a model configuration, handed to setup:
@@ -213,7 +216,22 @@ typedef struct mdf_model_def {
     void (*aux_cpu_func)(void *buffers[], void *cl_arg);
     const char *aux_cpu_func_name;
     void (*aux_cuda_func)(void *buffers[], void *cl_arg);
+    unsigned flags;                        /* MDF_MODEL_* */
+    /* Optional: releases what the blob refers to (host state the setup
+     * made), before mdflow frees the blob itself. */
+    void (*destroy)(void *blob);
 } mdf_model_def;
+
+/* mdf_model_def.flags */
+#define MDF_MODEL_WHOLE_SYSTEMS 1  /* a chunk never slices a system: every task
+                                    * gets whole systems (chunk.atom_begin ==
+                                    * touch_begin, atom_end == touch_end) */
+#define MDF_MODEL_OWN_NEIGHBOURS 2 /* the codelet finds its neighbours itself
+                                    * (images included): mdflow's lists are built
+                                    * at a token radius (MDF_MODEL_TOKEN_LIST_RADIUS)
+                                    * and cells narrower than twice the cutoff are
+                                    * accepted; the codelet must not read them */
+#define MDF_MODEL_TOKEN_LIST_RADIUS 0.5
 
 mdf_status mdf_register_model(const mdf_model_def *d, mdf_error *err);
 const mdf_model_def *mdf_model_def_find(const char *name);
