@@ -84,59 +84,6 @@ static double g_max_e, g_max_f, g_max_p;
 
 /* ---- running LAMMPS ----------------------------------------------------- */
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "w");
-    if (!fp) fail_msg("cannot write %s", path);
-    fputs(text, fp);
-    fclose(fp);
-}
-
-/* Runs lmp in g_dir on input `in`; on failure, shows LAMMPS's screen output. */
-static void run_lmp(const char *in)
-{
-    char path[1024], cmd[2048];
-    snprintf(path, sizeof path, "%s/in.lmp", g_dir);
-    write_text(path, in);
-    snprintf(cmd, sizeof cmd, "cd '%s' && rm -f results.txt forces.dump && lmp -log none -screen screen.txt -in in.lmp </dev/null >/dev/null 2>&1",
-             g_dir);
-    int rc = system(cmd);
-    if (rc != 0) {
-        snprintf(cmd, sizeof cmd, "tail -n 30 '%s/screen.txt' >&2", g_dir);
-        if (system(cmd) != 0) fprintf(stderr, "(no LAMMPS screen output)\n");
-        fail_msg("lmp failed (status %d) on the input above; see %s", rc, g_dir);
-    }
-}
-
-static int read_doubles(const char *name, double *v, int n)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", g_dir, name);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return 0;
-    int k = 0;
-    while (k < n && fscanf(fp, "%lf", &v[k]) == 1) k++;
-    fclose(fp);
-    return k;
-}
-
-/* nktv2p from LAMMPS: two non-interacting atoms with velocities, so the
- * pressure is purely kinetic: P_xx = nktv2p Σ m v_x² mvv2e / V, and
- * c_thermo_temp[1] = Σ m v_x² mvv2e. */
-static double measure_nktv2p(void)
-{
-    run_lmp("units metal\natom_style atomic\nboundary p p p\n"
-            "region box block 0 10 0 11 0 12\ncreate_box 1 box\n"
-            "create_atoms 1 single 1 1 1\ncreate_atoms 1 single 5 5 5\nmass 1 39.948\n"
-            "pair_style lj/cut 1.0\npair_coeff 1 1 0.0 1.0\n"
-            "velocity all set 1.5 -0.5 0.25\n"
-            "thermo_style custom step pxx vol c_thermo_temp[1]\nrun 0\n"
-            "print \"$(pxx:%.17g) $(vol:%.17g) $(c_thermo_temp[1]:%.17g)\" file results.txt\n");
-    double v[3];
-    if (read_doubles("results.txt", v, 3) != 3) fail_msg("LAMMPS calibration printed no results");
-    return v[0] * v[1] / v[2];
-}
-
 static int type_of(const lj_case *c, int z)
 {
     for (int t = 0; t < c->nspecies; t++)
@@ -222,10 +169,10 @@ static void lammps_reference(const lj_case *c, const mdf_frame *f, lmp_ref *ref)
              "run 0\n"
              "print \"$(pe:%%.17g) $(pxx:%%.17g) $(pyy:%%.17g) $(pzz:%%.17g) $(pxy:%%.17g) "
              "$(pxz:%%.17g) $(pyz:%%.17g) $(vol:%%.17g) $(atoms)\" file results.txt\n");
-    run_lmp(in);
+    tu_lmp_run(g_dir, in);
 
     double v[9];
-    if (read_doubles("results.txt", v, 9) != 9) fail_msg("LAMMPS printed no results for case %s", c->name);
+    if (tu_read_doubles(g_dir, "results.txt", v, 9) != 9) fail_msg("LAMMPS printed no results for case %s", c->name);
     if ((int64_t)v[8] != f->natoms)
         fail_msg("LAMMPS kept %g of %lld atoms (case %s): atoms outside the box?", v[8],
                  (long long)f->natoms, c->name);
@@ -367,7 +314,7 @@ static void compare_case(lj_case *c, const lmp_ref *refs, int nshards)
 
 static void run_case(lj_case *c)
 {
-    if (!(g_nktv2p > 0.0)) g_nktv2p = measure_nktv2p();
+    if (!(g_nktv2p > 0.0)) g_nktv2p = tu_lmp_nktv2p(g_dir);
     lmp_ref refs[MAXF];
     for (int s = 0; s < c->nframes; s++) lammps_reference(c, &c->frames[s], &refs[s]);
     compare_case(c, refs, 1);
@@ -558,7 +505,7 @@ static void test_small_cells(void **state)
 static void test_nktv2p(void **state)
 {
     (void)state;
-    g_nktv2p = measure_nktv2p();
+    g_nktv2p = tu_lmp_nktv2p(g_dir);
     printf("  LAMMPS nktv2p (metal) measured: %.17g bar per eV/A^3 (%s src/update.cpp's 1.6021765e6)\n",
            g_nktv2p, fabs(g_nktv2p / 1.6021765e6 - 1.0) < 1e-13 ? "equals" : "differs from");
     assert_true(fabs(g_nktv2p / 1.602176634e6 - 1.0) < 1e-6);

@@ -352,3 +352,56 @@ mdf_batch *tu_single_point(const mdf_frame *frames, size_t n, mdf_model *m, int3
     TU_CALL(mdf_md_run, b, m, &md, rep);
     return b;
 }
+
+/* ---- LAMMPS as a reference ------------------------------------------------ */
+
+void tu_write_text(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    if (!fp) fail_msg("cannot write %s", path);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+void tu_lmp_run(const char *dir, const char *in)
+{
+    char path[1024], cmd[2048];
+    snprintf(path, sizeof path, "%s/in.lmp", dir);
+    tu_write_text(path, in);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && rm -f results.txt forces.dump && lmp -log none -screen screen.txt -in in.lmp </dev/null "
+             ">/dev/null 2>&1",
+             dir);
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(cmd, sizeof cmd, "tail -n 30 '%s/screen.txt' >&2", dir);
+        if (system(cmd) != 0) fprintf(stderr, "(no LAMMPS screen output)\n");
+        fail_msg("lmp failed (status %d) on the input above; see %s", rc, dir);
+    }
+}
+
+int tu_read_doubles(const char *dir, const char *name, double *v, int n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return 0;
+    int k = 0;
+    while (k < n && fscanf(fp, "%lf", &v[k]) == 1) k++;
+    fclose(fp);
+    return k;
+}
+
+double tu_lmp_nktv2p(const char *dir)
+{
+    tu_lmp_run(dir, "units metal\natom_style atomic\nboundary p p p\n"
+                    "region box block 0 10 0 11 0 12\ncreate_box 1 box\n"
+                    "create_atoms 1 single 1 1 1\ncreate_atoms 1 single 5 5 5\nmass 1 39.948\n"
+                    "pair_style lj/cut 1.0\npair_coeff 1 1 0.0 1.0\n"
+                    "velocity all set 1.5 -0.5 0.25\n"
+                    "thermo_style custom step pxx vol c_thermo_temp[1]\nrun 0\n"
+                    "print \"$(pxx:%.17g) $(vol:%.17g) $(c_thermo_temp[1]:%.17g)\" file results.txt\n");
+    double v[3];
+    if (tu_read_doubles(dir, "results.txt", v, 3) != 3) fail_msg("LAMMPS calibration printed no results");
+    return v[0] * v[1] / v[2];
+}

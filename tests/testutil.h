@@ -58,6 +58,19 @@ mdf_lj_config tu_argon(double cutoff, int shift);
 
 /* A fresh directory under /tmp; caller frees the string. */
 char *tu_tmpdir(void);
+/* LAMMPS (`lmp`) run in folder dir on input `in` (written as dir/in.lmp;
+ * dir/results.txt and dir/forces.dump removed first). On failure: the end
+ * of LAMMPS's screen output on stderr, and the test fails. */
+void tu_lmp_run(const char *dir, const char *in);
+/* Up to n numbers read from dir/name; returns how many (0: no file). */
+int tu_read_doubles(const char *dir, const char *name, double *v, int n);
+/* LAMMPS's nktv2p (bar per eV/Å³, metal units), measured with two
+ * non-interacting moving atoms: P_xx = nktv2p Σ m v_x² mvv2e / V, and
+ * c_thermo_temp[1] = Σ m v_x² mvv2e. (LAMMPS's constant differs from
+ * CODATA's by 1e-8, more than the 1e-10 the reference tests ask for.) */
+double tu_lmp_nktv2p(const char *dir);
+/* Writes text to path (the test fails if it cannot). */
+void tu_write_text(const char *path, const char *text);
 /* Removes a directory made by tu_tmpdir and everything in it. */
 int tu_remove_tree(const char *dir); /* 0 on success */
 /* 1 if `command -v name` succeeds. */
