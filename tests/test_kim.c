@@ -400,6 +400,98 @@ static void test_tersoff(void **state) { (void)state; run_model(&g_cases[3]); }
 static void test_snap(void **state) { (void)state; run_model(&g_cases[4]); }
 static void test_dunn(void **state) { (void)state; run_model(&g_cases[5]); }
 
+/* ---- native EAM against the KIM version of the same potential ---------- */
+
+/* Energies, forces and virials of frames under model m. */
+static void evaluate(mdf_model *m, const mdf_frame *frames, int n, double *e, double **f, double (*w)[9])
+{
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, frames, (size_t)n, &bc, &b);
+    TU_CALL(mdf_compute_forces, b, m);
+    for (int s = 0; s < n; s++) {
+        mdf_system_view v;
+        TU_CALL(mdf_batch_get_system, b, (size_t)s, &v);
+        mdf_frame out;
+        memset(&out, 0, sizeof out);
+        TU_CALL(mdf_batch_get_frame, b, (size_t)s, &out);
+        e[s] = v.potential_energy;
+        memcpy(w[s], v.virial, sizeof w[s]);
+        f[s] = malloc(sizeof(double) * 3 * (size_t)out.natoms);
+        memcpy(f[s], out.forces, sizeof(double) * 3 * (size_t)out.natoms);
+        mdf_frame_free(&out);
+    }
+    mdf_batch_destroy(b);
+}
+
+/* LAMMPS's AlCu.eam.alloy is Cai and Ye's 1996 file, which OpenKIM's
+ * EAM_Dynamo_CaiYe_1996_AlCu__MO_942551040047_005 embeds: mdflow's native
+ * eam and the KIM bridge must agree to 1e-10 on random Al/Cu crystals (one
+ * a 4-atom cell narrower than the cut-off) and a cluster. (OpenKIM's Mishin
+ * Cu is another tabulation than lammps-data's Cu_mishin1.eam.alloy: their
+ * energies differ by 7e-5, so it is not the same potential.) */
+static void test_native_eam(void **state)
+{
+    (void)state;
+    static const char *kim = "EAM_Dynamo_CaiYe_1996_AlCu__MO_942551040047_005";
+    const char *pot = getenv("MDF_LAMMPS_POTENTIALS");
+    char file[1024];
+    snprintf(file, sizeof file, "%s/AlCu.eam.alloy", pot ? pot : "/usr/share/lammps/potentials");
+    FILE *fp = fopen(file, "r");
+    if (!model_installed(kim) || !fp) {
+        if (fp) fclose(fp);
+        fprintf(stderr, "%s or %s missing: skipped\n", kim, file);
+        skip();
+    }
+    fclose(fp);
+    enum { NF = 3 };
+    mdf_frame fr[NF] = {tu_fcc(3, 3, 3, 4.0, 13, 0.1, 0.1, 71), tu_fcc(1, 1, 1, 3.9, 13, -0.15, 0.12, 72),
+                        tu_fcc(3, 3, 3, 3.95, 13, 0.0, 0.1, 73)};
+    fr[2].has_cell = 0;
+    memset(fr[2].cell, 0, sizeof fr[2].cell);
+    memset(fr[2].pbc, 0, sizeof fr[2].pbc);
+    uint64_t st = 74;
+    for (int k = 0; k < NF; k++) {
+        for (int64_t i = 0; i < fr[k].natoms; i++) fr[k].numbers[i] = tu_rand(&st) < 0.4 ? 29 : 13;
+        free(fr[k].masses);
+        fr[k].masses = NULL;
+    }
+    mdf_model_config *c;
+    TU_CALL(mdf_model_config_create, "eam", &c);
+    TU_CALL(mdf_model_config_set, c, "file", file);
+    mdf_model *native;
+    TU_CALL(mdf_model_create, c, &native);
+    mdf_model_config_destroy(c);
+    mdf_model *bridge = kim_model(kim);
+    double e[2][NF], *f[2][NF], w[2][NF][9];
+    evaluate(native, fr, NF, e[0], f[0], w[0]);
+    evaluate(bridge, fr, NF, e[1], f[1], w[1]);
+    for (int s = 0; s < NF; s++) {
+        double de = fabs(e[0][s] - e[1][s]) / fabs(e[1][s]), fs = 0, df = 0, ws = 0, dw = 0;
+        for (int64_t k = 0; k < 3 * fr[s].natoms; k++) {
+            fs = fmax(fs, fabs(f[1][s][k]));
+            df = fmax(df, fabs(f[0][s][k] - f[1][s][k]));
+        }
+        for (int k = 0; k < 9; k++) {
+            ws = fmax(ws, fabs(w[1][s][k]));
+            dw = fmax(dw, fabs(w[0][s][k] - w[1][s][k]));
+        }
+        df /= fmax(fs, 1e-3);
+        dw /= ws;
+        printf("  native eam vs %s, system %d (%lld atoms): E %.12f eV, rel. dev. energy %.2e forces %.2e virial %.2e\n",
+               kim, s, (long long)fr[s].natoms, e[1][s], de, df, dw);
+        assert_true(de <= TOL);
+        assert_true(df <= TOL);
+        assert_true(dw <= TOL);
+        free(f[0][s]);
+        free(f[1][s]);
+        mdf_frame_free(&fr[s]);
+    }
+    mdf_model_destroy(native);
+    mdf_model_destroy(bridge);
+}
+
 /* Errors: an unknown name lists close matches; an element the model does
  * not cover names the system, the element and the model's species. */
 static void test_errors(void **state)
@@ -458,7 +550,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors), cmocka_unit_test(test_eam),  cmocka_unit_test(test_meam),
         cmocka_unit_test(test_sw),     cmocka_unit_test(test_tersoff), cmocka_unit_test(test_snap),
-        cmocka_unit_test(test_dunn),
+        cmocka_unit_test(test_dunn),   cmocka_unit_test(test_native_eam),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     printf("largest relative deviations from LAMMPS (energy, forces, pressure):\n");
