@@ -27,12 +27,16 @@
  *   5. Cu with native EAM (Cu_u3.eam from lammps-data): 4-atom cells
  *      (narrower than the cut-off) and a 32-atom cell, strained, sheared
  *      and jittered, by FIRE and L-BFGS at 0 and 2 GPa, against LAMMPS's
- *      box/relax of the 4-atom cell (lattice constant to 1e-5, volume).
+ *      box/relax of the 4-atom cell (lattice constant to 1e-5, volume);
+ *   6. Si with Stillinger-Weber through the KIM bridge (8-atom diamond
+ *      cells, strained, sheared, jittered) against LAMMPS's kim init + kim
+ *      interactions + box/relax, at 0 and 1 GPa (skipped without KIM).
  * Exits 77 (skipped) without lmp. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config.h"
 #include "testutil.h"
 #include "mdflow/extension.h"
 
@@ -49,19 +53,20 @@ static double g_a0, g_a1;        /* LAMMPS lattice constants at 0 and 1 GPa, Å 
 static double g_v1;              /* LAMMPS volume at 1 GPa, Å³ */
 
 /* LAMMPS's relaxed cell at pressure_bar for `setup` (the lines that make
- * the box, the atoms and the pair style). */
-static void run_lmp_setup(const char *setup, double pressure_bar, double *vol, double *lx)
+ * the box, the atoms and the pair style) after `units` (the units line, or
+ * KIM's "kim init"). */
+static void run_lmp_units(const char *units, const char *setup, double pressure_bar, double *vol, double *lx)
 {
     char path[1024], cmd[2048];
     snprintf(path, sizeof path, "%s/in.lmp", g_dir);
     FILE *fp = fopen(path, "w");
     if (!fp) fail_msg("cannot write %s", path);
     fprintf(fp,
-            "units metal\natom_style atomic\nboundary p p p\n%s"
+            "%satom_style atomic\nboundary p p p\n%s"
             "fix 1 all box/relax iso %.17g vmax 0.001\nmin_modify line quadratic\n"
             "minimize 0.0 1e-12 100000 1000000\nminimize 0.0 1e-12 100000 1000000\n"
             "print \"$(vol:%%.17g) $(lx:%%.17g) $(press:%%.17g)\" file results.txt\n",
-            setup, pressure_bar);
+            units, setup, pressure_bar);
     fclose(fp);
     snprintf(cmd, sizeof cmd, "cd '%s' && rm -f results.txt && lmp -log none -screen screen.txt -in in.lmp "
              "</dev/null >/dev/null 2>&1", g_dir);
@@ -74,6 +79,11 @@ static void run_lmp_setup(const char *setup, double pressure_bar, double *vol, d
     fclose(fp);
     if (fabs(press - pressure_bar) > 1e-3 * fmax(1.0, fabs(pressure_bar)))
         fail_msg("LAMMPS did not reach %g bar (%g)", pressure_bar, press);
+}
+
+static void run_lmp_setup(const char *setup, double pressure_bar, double *vol, double *lx)
+{
+    run_lmp_units("units metal\n", setup, pressure_bar, vol, lx);
 }
 
 /* The argon crystal of the LJ cases. */
@@ -306,6 +316,88 @@ static void test_eam_cu(void **state)
     relax_cu("lbfgs_cell", 2.0, lx2, v2);
 }
 
+/* ---- 6. Si with Stillinger-Weber through the KIM bridge -------------------- */
+
+#ifdef MDF_HAVE_KIM
+#define SI_SW "SW_StillingerWeber_1985_Si__MO_405512056662_005"
+
+/* An 8-atom diamond Si cell (narrower than twice the cut-off + skin),
+ * sheared by tilt and jittered. */
+static mdf_frame si_diamond(double a, double tilt, double jitter, uint64_t seed)
+{
+    static const double u[8][3] = {{0, 0, 0},          {0.5, 0.5, 0},      {0.5, 0, 0.5},      {0, 0.5, 0.5},
+                                   {0.25, 0.25, 0.25}, {0.75, 0.75, 0.25}, {0.75, 0.25, 0.75}, {0.25, 0.75, 0.75}};
+    mdf_frame f;
+    memset(&f, 0, sizeof f);
+    mdf_error err;
+    mdf_error_clear(&err);
+    if (mdf_frame_alloc(&f, 8, 0, 0, 0, &err) != MDF_OK) fail_msg("frame: %s", err.message);
+    const double h[9] = {a, 0, 0, tilt * a, a, 0, -0.5 * tilt * a, 0.3 * tilt * a, a};
+    memcpy(f.cell, h, sizeof h);
+    f.has_cell = 1;
+    for (int k = 0; k < 3; k++) f.pbc[k] = 1;
+    uint64_t st = seed;
+    for (int i = 0; i < 8; i++) {
+        f.numbers[i] = 14;
+        for (int d = 0; d < 3; d++)
+            f.positions[3 * i + d] = u[i][0] * h[d] + u[i][1] * h[3 + d] + u[i][2] * h[6 + d] +
+                                     jitter * (tu_rand(&st) - 0.5);
+    }
+    return f;
+}
+
+static void relax_si(const char *method, double pressure_GPa, double a_ref, double v_ref)
+{
+    mdf_frame fr[3] = {si_diamond(5.50, 0.0, 0.0, 21), si_diamond(5.36, 0.03, 0.06, 22),
+                       si_diamond(5.46, -0.02, 0.05, 23)};
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, fr, 3, &bc, &b);
+    mdf_model_config *c;
+    TU_CALL(mdf_model_config_create, "kim", &c);
+    TU_CALL(mdf_model_config_set, c, "name", SI_SW);
+    mdf_model *m;
+    TU_CALL(mdf_model_create, c, &m);
+    mdf_model_config_destroy(c);
+    mdf_stage *s = cell_stage(method, pressure_GPa);
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run, s, b, m, &rep);
+    TU_CALL(mdf_batch_sync, b);
+    assert_int_equal(rep.converged, 3);
+    for (int i = 0; i < 3; i++) {
+        mdf_system_view v;
+        TU_CALL(mdf_batch_get_system, b, (size_t)i, &v);
+        assert_int_equal(v.status, 1);
+        check_relaxed(&v, method, pressure_GPa, i, 1, a_ref, v_ref);
+    }
+    mdf_stage_destroy(s);
+    mdf_model_destroy(m);
+    mdf_batch_destroy(b);
+    for (int i = 0; i < 3; i++) mdf_frame_free(&fr[i]);
+}
+#endif
+
+static void test_kim_si(void **state)
+{
+    (void)state;
+#ifndef MDF_HAVE_KIM
+    fprintf(stderr, "mdflow built without KIM: skipping the Si (Stillinger-Weber) cases\n");
+    skip();
+#else
+    double v0, lx0, v1, lx1;
+    const char *setup = "lattice diamond 5.431\nregion box block 0 1 0 1 0 1\ncreate_box 1 box\n"
+                        "create_atoms 1 box\nmass 1 28.0855\nkim interactions Si\n";
+    run_lmp_units("kim init " SI_SW " metal\n", setup, 0.0, &v0, &lx0);
+    run_lmp_units("kim init " SI_SW " metal\n", setup, 1.0 * GPA_IN_BAR, &v1, &lx1);
+    fprintf(stderr, "LAMMPS kim %s: a = %.10f Å at 0 GPa, %.10f Å at 1 GPa\n", SI_SW, lx0, lx1);
+    relax_si("fire_cell", 0.0, lx0, v0);
+    relax_si("lbfgs_cell", 0.0, lx0, v0);
+    relax_si("fire_cell", 1.0, lx1, v1);
+    relax_si("lbfgs_cell", 1.0, lx1, v1);
+#endif
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -438,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_ase_fire_steps),
         cmocka_unit_test(test_ase_lbfgs_steps),
         cmocka_unit_test(test_eam_cu),
+        cmocka_unit_test(test_kim_si),
     };
     if (getenv("MDF_TEST_FILTER")) cmocka_set_test_filter(getenv("MDF_TEST_FILTER"));
     int rc = cmocka_run_group_tests(tests, setup, NULL);
