@@ -24,7 +24,10 @@ elif [ "${MDF_SANITIZE:-0}" = 1 ]; then
   export MDF_TEST_TIME_SCALE=${MDF_TEST_TIME_SCALE:-3}  # tests with a time limit scale it
   export LDFLAGS="-fsanitize=address,undefined,float-cast-overflow"
   # StarPU's own threads leak small buffers at exit; we check our code.
-  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  # Debian's MEAM KIM driver (openkim-models, MEAM_LAMMPS__MD_249792265679_000)
+  # frees a new[] with delete while reading its parameter file: a bug of
+  # that C++ driver, which test_kim loads; mdflow is C and has no new/delete.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:alloc_dealloc_mismatch=0} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
 # The C tests need cmocka: configure fails without it instead of leaving
 # them out.
