@@ -53,53 +53,9 @@ typedef struct lmp_ref {
     double pe, w[9], *forces;
 } lmp_ref;
 
-static int type_of(const eam_case *c, int z)
-{
-    for (int t = 0; t < c->nel; t++)
-        if (c->z[t] == z) return t + 1;
-    fail_msg("element %d is not in case %s", z, c->name);
-    return 0;
-}
-
 static void lammps_reference(const eam_case *c, const mdf_frame *f, lmp_ref *ref)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/data.lmp", g_dir);
-    FILE *fp = fopen(path, "w");
-    if (!fp) fail_msg("cannot write %s", path);
-    fprintf(fp, "mdflow EAM test configuration\n\n%lld atoms\n%d atom types\n\n", (long long)f->natoms, c->nel);
-    double lo[3], hi[3], tilt[3] = {0, 0, 0};
-    for (int d = 0; d < 3; d++) {
-        lo[d] = INFINITY;
-        hi[d] = -INFINITY;
-        for (int64_t i = 0; i < f->natoms; i++) {
-            lo[d] = fmin(lo[d], f->positions[3 * i + d]);
-            hi[d] = fmax(hi[d], f->positions[3 * i + d]);
-        }
-    }
-    int periodic = f->pbc[0] || f->pbc[1] || f->pbc[2];
-    if (periodic) {
-        assert_true(f->cell[1] == 0.0 && f->cell[2] == 0.0 && f->cell[5] == 0.0);
-        tilt[0] = f->cell[3];
-        tilt[1] = f->cell[6];
-        tilt[2] = f->cell[7];
-    }
-    for (int d = 0; d < 3; d++) {
-        if (f->pbc[d])
-            fprintf(fp, "0 %.17g %clo %chi\n", f->cell[4 * d], 'x' + d, 'x' + d);
-        else
-            fprintf(fp, "%.17g %.17g %clo %chi\n", lo[d] - 10.0, hi[d] + 10.0, 'x' + d, 'x' + d);
-    }
-    if (tilt[0] != 0.0 || tilt[1] != 0.0 || tilt[2] != 0.0)
-        fprintf(fp, "%.17g %.17g %.17g xy xz yz\n", tilt[0], tilt[1], tilt[2]);
-    fprintf(fp, "\nMasses\n\n");
-    for (int t = 0; t < c->nel; t++) fprintf(fp, "%d %.17g\n", t + 1, mdf_element_mass(c->z[t]));
-    fprintf(fp, "\nAtoms # atomic\n\n");
-    for (int64_t i = 0; i < f->natoms; i++)
-        fprintf(fp, "%lld %d %.17g %.17g %.17g\n", (long long)(i + 1), type_of(c, f->numbers[i]),
-                f->positions[3 * i], f->positions[3 * i + 1], f->positions[3 * i + 2]);
-    fclose(fp);
-
+    tu_lmp_write_data(g_dir, f, c->nel, c->z);
     char coeff[1024], in[4096];
     if (!strcmp(c->style, "eam")) {
         snprintf(coeff, sizeof coeff, "pair_coeff 1 1 %s/%s\n", g_pot, c->file);
@@ -110,46 +66,14 @@ static void lammps_reference(const eam_case *c, const mdf_frame *f, lmp_ref *ref
     }
     snprintf(in, sizeof in,
              "units metal\natom_style atomic\nboundary %c %c %c\nread_data data.lmp\n"
-             "pair_style %s\n%s"
-             "velocity all set 0.0 0.0 0.0\n"
-             "dump f all custom 1 forces.dump id fx fy fz\n"
-             "dump_modify f sort id format float %%.17g\n"
-             "thermo_style custom step pe pxx pyy pzz pxy pxz pyz vol\n"
-             "run 0\n"
-             "print \"$(pe:%%.17g) $(pxx:%%.17g) $(pyy:%%.17g) $(pzz:%%.17g) $(pxy:%%.17g) "
-             "$(pxz:%%.17g) $(pyz:%%.17g) $(vol:%%.17g) $(atoms)\" file results.txt\n",
-             f->pbc[0] ? 'p' : 'f', f->pbc[1] ? 'p' : 'f', f->pbc[2] ? 'p' : 'f', c->style, coeff);
+             "pair_style %s\n%s%s",
+             f->pbc[0] ? 'p' : 'f', f->pbc[1] ? 'p' : 'f', f->pbc[2] ? 'p' : 'f', c->style, coeff, tu_lmp_point_input);
     tu_lmp_run(g_dir, in);
-    double v[9];
-    if (tu_read_doubles(g_dir, "results.txt", v, 9) != 9) fail_msg("LAMMPS printed no results for case %s", c->name);
-    if ((int64_t)v[8] != f->natoms) fail_msg("LAMMPS kept %g of %lld atoms (case %s)", v[8], (long long)f->natoms, c->name);
-    ref->pe = v[0];
-    double p[9] = {v[1], v[4], v[5], v[4], v[2], v[6], v[5], v[6], v[3]};
-    for (int k = 0; k < 9; k++) ref->w[k] = p[k] * v[7] / g_nktv2p;
-
-    snprintf(path, sizeof path, "%s/forces.dump", g_dir);
-    fp = fopen(path, "r");
-    if (!fp) fail_msg("LAMMPS wrote no forces dump");
-    char line[512];
-    int in_atoms = 0;
-    int64_t got = 0;
-    ref->forces = calloc((size_t)f->natoms * 3, sizeof(double));
-    while (fgets(line, sizeof line, fp)) {
-        if (!in_atoms) {
-            in_atoms = strncmp(line, "ITEM: ATOMS id fx fy fz", 23) == 0;
-            continue;
-        }
-        long long id;
-        double fx, fy, fz;
-        if (sscanf(line, "%lld %lf %lf %lf", &id, &fx, &fy, &fz) != 4) break;
-        assert_true(id >= 1 && id <= f->natoms);
-        ref->forces[3 * (id - 1)] = fx;
-        ref->forces[3 * (id - 1) + 1] = fy;
-        ref->forces[3 * (id - 1) + 2] = fz;
-        got++;
-    }
-    fclose(fp);
-    if (got != f->natoms) fail_msg("LAMMPS dump holds %lld of %lld atoms", (long long)got, (long long)f->natoms);
+    tu_lmp_point pt;
+    tu_lmp_read_point(g_dir, f->natoms, c->name, &pt);
+    ref->pe = pt.pe;
+    ref->forces = pt.forces;
+    for (int k = 0; k < 9; k++) ref->w[k] = pt.p[k] * pt.vol / g_nktv2p; /* the virial, eV */
 }
 
 static const char *g_density_hint; /* NULL: the model's default */

@@ -69,12 +69,7 @@ typedef struct lj_case {
 } lj_case;
 
 /* LAMMPS's answer for one frame. */
-typedef struct lmp_ref {
-    double pe;
-    double p[9];      /* pressure tensor, bar (symmetric) */
-    double vol;       /* Å³ */
-    double *forces;   /* natoms*3, eV/Å */
-} lmp_ref;
+typedef tu_lmp_point lmp_ref;
 
 static char *g_dir;
 static double g_nktv2p;
@@ -96,53 +91,7 @@ static int type_of(const lj_case *c, int z)
  * reads back pe, the pressure tensor, the volume and the forces by id. */
 static void lammps_reference(const lj_case *c, const mdf_frame *f, lmp_ref *ref)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/data.lmp", g_dir);
-    FILE *fp = fopen(path, "w");
-    if (!fp) fail_msg("cannot write %s", path);
-    fprintf(fp, "mdflow test configuration\n\n%lld atoms\n%d atom types\n\n", (long long)f->natoms,
-            c->nspecies);
-    /* Box: our cell when a direction is periodic (tu_fcc and the random
-     * cells are already in LAMMPS's restricted triclinic form: a along x, b
-     * in the xy plane); the atoms' extent plus a margin along open ones. */
-    double lo[3], hi[3];
-    for (int d = 0; d < 3; d++) {
-        lo[d] = INFINITY;
-        hi[d] = -INFINITY;
-        for (int64_t i = 0; i < f->natoms; i++) {
-            lo[d] = fmin(lo[d], f->positions[3 * i + d]);
-            hi[d] = fmax(hi[d], f->positions[3 * i + d]);
-        }
-    }
-    double box_lo[3], box_hi[3], tilt[3] = {0, 0, 0};
-    int periodic = f->pbc[0] || f->pbc[1] || f->pbc[2];
-    if (periodic) {
-        assert_true(f->cell[1] == 0.0 && f->cell[2] == 0.0 && f->cell[5] == 0.0);
-        tilt[0] = f->cell[3];
-        tilt[1] = f->cell[6];
-        tilt[2] = f->cell[7];
-    }
-    for (int d = 0; d < 3; d++) {
-        if (f->pbc[d]) {
-            box_lo[d] = 0.0;
-            box_hi[d] = f->cell[4 * d];
-        } else {
-            box_lo[d] = lo[d] - 10.0;
-            box_hi[d] = hi[d] + 10.0;
-        }
-    }
-    for (int d = 0; d < 3; d++)
-        fprintf(fp, "%.17g %.17g %clo %chi\n", box_lo[d], box_hi[d], 'x' + d, 'x' + d);
-    if (tilt[0] != 0.0 || tilt[1] != 0.0 || tilt[2] != 0.0)
-        fprintf(fp, "%.17g %.17g %.17g xy xz yz\n", tilt[0], tilt[1], tilt[2]);
-    fprintf(fp, "\nMasses\n\n");
-    for (int t = 0; t < c->nspecies; t++) fprintf(fp, "%d %.17g\n", t + 1, mdf_element_mass(c->z[t]));
-    fprintf(fp, "\nAtoms # atomic\n\n");
-    for (int64_t i = 0; i < f->natoms; i++)
-        fprintf(fp, "%lld %d %.17g %.17g %.17g\n", (long long)(i + 1), type_of(c, f->numbers[i]),
-                f->positions[3 * i], f->positions[3 * i + 1], f->positions[3 * i + 2]);
-    fclose(fp);
-
+    tu_lmp_write_data(g_dir, f, c->nspecies, c->z);
     double rcmax = 0.0;
     for (int k = 0; k < c->npairs; k++) rcmax = fmax(rcmax, c->pairs[k].cutoff);
     char in[8192];
@@ -161,49 +110,9 @@ static void lammps_reference(const lj_case *c, const mdf_frame *f, lmp_ref *ref)
         n += snprintf(in + n, sizeof in - (size_t)n, "pair_coeff %d %d %.17g %.17g %.17g\n", ta, tb,
                       c->pairs[k].epsilon, c->pairs[k].sigma, c->pairs[k].cutoff);
     }
-    snprintf(in + n, sizeof in - (size_t)n,
-             "velocity all set 0.0 0.0 0.0\n"
-             "dump f all custom 1 forces.dump id fx fy fz\n"
-             "dump_modify f sort id format float %%.17g\n"
-             "thermo_style custom step pe pxx pyy pzz pxy pxz pyz vol\n"
-             "run 0\n"
-             "print \"$(pe:%%.17g) $(pxx:%%.17g) $(pyy:%%.17g) $(pzz:%%.17g) $(pxy:%%.17g) "
-             "$(pxz:%%.17g) $(pyz:%%.17g) $(vol:%%.17g) $(atoms)\" file results.txt\n");
+    snprintf(in + n, sizeof in - (size_t)n, "%s", tu_lmp_point_input);
     tu_lmp_run(g_dir, in);
-
-    double v[9];
-    if (tu_read_doubles(g_dir, "results.txt", v, 9) != 9) fail_msg("LAMMPS printed no results for case %s", c->name);
-    if ((int64_t)v[8] != f->natoms)
-        fail_msg("LAMMPS kept %g of %lld atoms (case %s): atoms outside the box?", v[8],
-                 (long long)f->natoms, c->name);
-    ref->pe = v[0];
-    double p[9] = {v[1], v[4], v[5], v[4], v[2], v[6], v[5], v[6], v[3]};
-    memcpy(ref->p, p, sizeof p);
-    ref->vol = v[7];
-
-    snprintf(path, sizeof path, "%s/forces.dump", g_dir);
-    fp = fopen(path, "r");
-    if (!fp) fail_msg("LAMMPS wrote no forces dump");
-    char line[512];
-    int in_atoms = 0;
-    int64_t got = 0;
-    ref->forces = calloc((size_t)f->natoms * 3, sizeof(double));
-    while (fgets(line, sizeof line, fp)) {
-        if (!in_atoms) {
-            in_atoms = strncmp(line, "ITEM: ATOMS id fx fy fz", 23) == 0;
-            continue;
-        }
-        long long id;
-        double fx, fy, fz;
-        if (sscanf(line, "%lld %lf %lf %lf", &id, &fx, &fy, &fz) != 4) break;
-        assert_true(id >= 1 && id <= f->natoms);
-        ref->forces[3 * (id - 1)] = fx;
-        ref->forces[3 * (id - 1) + 1] = fy;
-        ref->forces[3 * (id - 1) + 2] = fz;
-        got++;
-    }
-    fclose(fp);
-    if (got != f->natoms) fail_msg("LAMMPS dump holds %lld of %lld atoms", (long long)got, (long long)f->natoms);
+    tu_lmp_read_point(g_dir, f->natoms, c->name, ref);
 }
 
 /* ---- comparing ---------------------------------------------------------- */

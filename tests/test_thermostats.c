@@ -415,7 +415,7 @@ enum { LMP_EQUIL = 2000, LMP_STEPS = 12000, LMP_BLOCK_SAMPLES = 100 };
 static void block_stats(const double *x, int n, int bs, double *mean, double *err, double *sd)
 {
     int nb = n / bs;
-    double bm[1024];
+    double bm[1024] = {0}; /* (filled for nb < 1024 blocks; GCC cannot tell) */
     assert_true(nb >= 4 && nb <= 1024);
     for (int b = 0; b < nb; b++) bm[b] = mean_of(x + b * bs, bs);
     *mean = mean_of(bm, nb);

@@ -405,3 +405,90 @@ double tu_lmp_nktv2p(const char *dir)
     if (tu_read_doubles(dir, "results.txt", v, 3) != 3) fail_msg("LAMMPS calibration printed no results");
     return v[0] * v[1] / v[2];
 }
+
+void tu_lmp_write_data(const char *dir, const mdf_frame *f, int ntypes, const int *type_z)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/data.lmp", dir);
+    FILE *fp = fopen(path, "w");
+    if (!fp) fail_msg("cannot write %s", path);
+    fprintf(fp, "mdflow test configuration\n\n%lld atoms\n%d atom types\n\n", (long long)f->natoms, ntypes);
+    double lo[3], hi[3], tilt[3] = {0, 0, 0};
+    for (int d = 0; d < 3; d++) {
+        lo[d] = INFINITY;
+        hi[d] = -INFINITY;
+        for (int64_t i = 0; i < f->natoms; i++) {
+            lo[d] = fmin(lo[d], f->positions[3 * i + d]);
+            hi[d] = fmax(hi[d], f->positions[3 * i + d]);
+        }
+    }
+    if (f->pbc[0] || f->pbc[1] || f->pbc[2]) {
+        if (!(f->cell[1] == 0.0 && f->cell[2] == 0.0 && f->cell[5] == 0.0))
+            fail_msg("the cell is not in LAMMPS's restricted triclinic form");
+        tilt[0] = f->cell[3];
+        tilt[1] = f->cell[6];
+        tilt[2] = f->cell[7];
+    }
+    for (int d = 0; d < 3; d++) {
+        if (f->pbc[d]) fprintf(fp, "0 %.17g %clo %chi\n", f->cell[4 * d], 'x' + d, 'x' + d);
+        else fprintf(fp, "%.17g %.17g %clo %chi\n", lo[d] - 10.0, hi[d] + 10.0, 'x' + d, 'x' + d);
+    }
+    if (tilt[0] != 0.0 || tilt[1] != 0.0 || tilt[2] != 0.0)
+        fprintf(fp, "%.17g %.17g %.17g xy xz yz\n", tilt[0], tilt[1], tilt[2]);
+    fprintf(fp, "\nMasses\n\n");
+    for (int t = 0; t < ntypes; t++) fprintf(fp, "%d %.17g\n", t + 1, mdf_element_mass(type_z[t]));
+    fprintf(fp, "\nAtoms # atomic\n\n");
+    for (int64_t i = 0; i < f->natoms; i++) {
+        int type = 0;
+        for (int t = 0; t < ntypes && !type; t++)
+            if (type_z[t] == f->numbers[i]) type = t + 1;
+        if (!type) fail_msg("atom %lld: element %d is not one of the LAMMPS types", (long long)i, f->numbers[i]);
+        fprintf(fp, "%lld %d %.17g %.17g %.17g\n", (long long)(i + 1), type, f->positions[3 * i],
+                f->positions[3 * i + 1], f->positions[3 * i + 2]);
+    }
+    fclose(fp);
+}
+
+const char tu_lmp_point_input[] =
+    "velocity all set 0.0 0.0 0.0\n"
+    "dump f all custom 1 forces.dump id fx fy fz\n"
+    "dump_modify f sort id format float %.17g\n"
+    "thermo_style custom step pe pxx pyy pzz pxy pxz pyz vol\n"
+    "run 0\n"
+    "print \"$(pe:%.17g) $(pxx:%.17g) $(pyy:%.17g) $(pzz:%.17g) $(pxy:%.17g) "
+    "$(pxz:%.17g) $(pyz:%.17g) $(vol:%.17g) $(atoms)\" file results.txt\n";
+
+void tu_lmp_read_point(const char *dir, int64_t natoms, const char *what, tu_lmp_point *out)
+{
+    double v[9];
+    if (tu_read_doubles(dir, "results.txt", v, 9) != 9) fail_msg("LAMMPS printed no results for %s", what);
+    if ((int64_t)v[8] != natoms)
+        fail_msg("LAMMPS kept %g of %lld atoms (%s): atoms outside the box?", v[8], (long long)natoms, what);
+    out->pe = v[0];
+    const double p[9] = {v[1], v[4], v[5], v[4], v[2], v[6], v[5], v[6], v[3]};
+    memcpy(out->p, p, sizeof p);
+    out->vol = v[7];
+    char path[1024], line[512];
+    snprintf(path, sizeof path, "%s/forces.dump", dir);
+    FILE *fp = fopen(path, "r");
+    if (!fp) fail_msg("LAMMPS wrote no forces dump (%s)", what);
+    int in_atoms = 0;
+    int64_t got = 0;
+    out->forces = calloc((size_t)natoms * 3, sizeof(double));
+    while (fgets(line, sizeof line, fp)) {
+        if (!in_atoms) {
+            in_atoms = strncmp(line, "ITEM: ATOMS id fx fy fz", 23) == 0;
+            continue;
+        }
+        long long id;
+        double fx, fy, fz;
+        if (sscanf(line, "%lld %lf %lf %lf", &id, &fx, &fy, &fz) != 4) break;
+        if (id < 1 || id > natoms) fail_msg("LAMMPS dump: atom id %lld of %lld (%s)", id, (long long)natoms, what);
+        out->forces[3 * (id - 1)] = fx;
+        out->forces[3 * (id - 1) + 1] = fy;
+        out->forces[3 * (id - 1) + 2] = fz;
+        got++;
+    }
+    fclose(fp);
+    if (got != natoms) fail_msg("LAMMPS dump holds %lld of %lld atoms (%s)", (long long)got, (long long)natoms, what);
+}

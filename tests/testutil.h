@@ -69,6 +69,26 @@ int tu_read_doubles(const char *dir, const char *name, double *v, int n);
  * c_thermo_temp[1] = Σ m v_x² mvv2e. (LAMMPS's constant differs from
  * CODATA's by 1e-8, more than the 1e-10 the reference tests ask for.) */
 double tu_lmp_nktv2p(const char *dir);
+/* LAMMPS data file dir/data.lmp (atom_style atomic) for frame f: types
+ * 1..ntypes are the elements type_z[] (with their standard masses). The box
+ * is the cell along periodic directions (already in LAMMPS's restricted
+ * triclinic form: a along x, b in the xy plane), the atoms' extent plus 10 Å
+ * along open ones. */
+void tu_lmp_write_data(const char *dir, const mdf_frame *f, int ntypes, const int *type_z);
+/* Input lines that end a LAMMPS single-point input: zero velocities, a
+ * sorted forces dump (forces.dump) and "pe pxx pyy pzz pxy pxz pyz vol
+ * atoms" in results.txt, all with %.17g; read back by tu_lmp_read_point.
+ * (Plain text: pass it as a %s argument.) */
+extern const char tu_lmp_point_input[];
+typedef struct tu_lmp_point {
+    double pe;      /* eV */
+    double p[9];    /* pressure tensor, bar (symmetric) */
+    double vol;     /* Å³ */
+    double *forces; /* natoms*3, eV/Å (malloc'd) */
+} tu_lmp_point;
+/* What an input ending in tu_lmp_point_input left in dir, for a frame of
+ * natoms atoms (what: named in failures). */
+void tu_lmp_read_point(const char *dir, int64_t natoms, const char *what, tu_lmp_point *out);
 /* Writes text to path (the test fails if it cannot). */
 void tu_write_text(const char *path, const char *text);
 /* Removes a directory made by tu_tmpdir and everything in it. */
