@@ -193,14 +193,7 @@ static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const
     c->n = 0;
     while (mdf_nl_walk_next_cell(&w, g, cs)) {
         int32_t lo[3], hi[3], n[3];
-        for (int k = 0; k < 3; k++) { /* mdf_nl_pairs_ranges */
-            if (!g->periodic[k]) lo[k] = hi[k] = 0;
-            else if (g->n[k] >= 3) lo[k] = hi[k] = w.image[k];
-            else {
-                lo[k] = -g->reach[k];
-                hi[k] = g->reach[k];
-            }
-        }
+        mdf_nl_image_range(g, &w, lo, hi);
         for (int32_t p = w.pos; p < w.end; p++) {
             int32_t j = v->sorted[p];
             double xj[3];

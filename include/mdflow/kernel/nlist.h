@@ -408,17 +408,6 @@ MDF_HD int32_t mdf_nl_cell_index(const mdf_nl_grid *g, const double u[3], int32_
 
 /* ---- walking the cells around an atom ---------------------------------- */
 
-/* Whether the images of a system's pairs must be found pair by pair: a
- * periodic direction with fewer than three cells is visited once per cell,
- * so the walk cannot tell which image it sees. */
-MDF_HD int mdf_nl_images_ambiguous(const mdf_nl_grid *g)
-{
-    int a = 0;
-    for (int k = 0; k < 3; k++) a |= g->periodic[k] && g->n[k] < 3;
-    return a;
-}
-
-
 /* Visits every atom of the cells adjacent to (and including) atom i's cell,
  * each distinct cell once even when a periodic direction has fewer than
  * three cells. Usage: mdf_nl_walk_begin(...); while (mdf_nl_walk_next(...)). */
@@ -427,9 +416,8 @@ typedef struct mdf_nl_walk {
     int32_t d[3];          /* current offset */
     int32_t dmin[3], dmax[3];
     int32_t pos, end;      /* current range within sorted[] */
-    int32_t image[3];      /* lattice translation of the current cell */
-    int32_t ambiguous;     /* a periodic direction with < 3 cells: the
-                            * translation is found per atom by rounding */
+    int32_t image[3];      /* lattice translation of the current cell (along
+                            * directions of three cells or more) */
 } mdf_nl_walk;
 
 MDF_HD void mdf_nl_walk_range(const mdf_nl_grid *g, int k, int32_t c, int32_t *lo, int32_t *hi)
@@ -454,7 +442,6 @@ MDF_HD void mdf_nl_walk_begin(mdf_nl_walk *w, const mdf_nl_grid *g, int32_t cell
     w->d[2] = w->dmin[2] - 1; /* first advance lands on dmin */
     w->pos = w->end = 0;
     w->image[0] = w->image[1] = w->image[2] = 0;
-    w->ambiguous = mdf_nl_images_ambiguous(g);
 }
 
 /* Moves to the next non-empty cell; returns 0 when all were visited.
@@ -499,20 +486,6 @@ MDF_HD int mdf_nl_walk_next(mdf_nl_walk *w, const mdf_nl_grid *g, const int32_t 
 }
 
 /* ---- building one atom's list ------------------------------------------ */
-
-/* Image code of the walk's current cell (valid unless w->ambiguous). */
-MDF_HD uint32_t mdf_nl_walk_code(const mdf_nl_walk *w)
-{
-    return (uint32_t)((w->image[0] + 1) * 9 + (w->image[1] + 1) * 3 + (w->image[2] + 1));
-}
-
-/* Cartesian translation of the walk's current cell. */
-MDF_HD void mdf_nl_walk_shift(const mdf_nl_walk *w, const mdf_nl_grid *g, double sh[3])
-{
-    for (int k = 0; k < 3; k++)
-        sh[k] = mdf_nl_dot3((double)w->image[0], g->basis[k], (double)w->image[1], g->basis[3 + k],
-                            (double)w->image[2], g->basis[6 + k]);
-}
 
 /* ---- list entries ------------------------------------------------------ */
 
@@ -609,24 +582,6 @@ MDF_HD void mdf_nl_shifts_init(mdf_nl_shifts *t, const mdf_nl_grid *g, const dou
     t->R = -lo; /* axis rows are indexed from -R */
 }
 
-/* Neighbour j of entry e and its translation into sh. */
-MDF_HD int32_t mdf_nl_shifts_get(const mdf_nl_shifts *t, uint32_t e, double sh[3])
-{
-    if (!t->q) {
-        const double *c = t->code[e & MDF_NL_IMAGE_MASK];
-        sh[0] = c[0];
-        sh[1] = c[1];
-        sh[2] = c[2];
-        return (int32_t)(e >> MDF_NL_IMAGE_BITS);
-    }
-    const int32_t q = t->q, off = 1 << (q - 1);
-    const uint32_t m = (1u << q) - 1u;
-    const int32_t a = (int32_t)((e >> (2 * q)) & m) - off + t->R, b = (int32_t)((e >> q) & m) - off + t->R,
-                  c = (int32_t)(e & m) - off + t->R;
-    for (int k = 0; k < 3; k++) sh[k] = mdf_nl_add(mdf_nl_add(t->axis[0][a][k], t->axis[1][b][k]), t->axis[2][c][k]);
-    return t->base + (int32_t)(e >> t->bits);
-}
-
 /* mdf_nl_shifts_get for 5-bit entries (t->q == 0), without the test: for
  * loops specialised on the format (the common, large-cell case). */
 MDF_HD int32_t mdf_nl_shifts_get5(const mdf_nl_shifts *t, uint32_t e, double sh[3])
@@ -636,6 +591,18 @@ MDF_HD int32_t mdf_nl_shifts_get5(const mdf_nl_shifts *t, uint32_t e, double sh[
     sh[1] = c[1];
     sh[2] = c[2];
     return (int32_t)(e >> MDF_NL_IMAGE_BITS);
+}
+
+/* Neighbour j of entry e and its translation into sh. */
+MDF_HD int32_t mdf_nl_shifts_get(const mdf_nl_shifts *t, uint32_t e, double sh[3])
+{
+    if (!t->q) return mdf_nl_shifts_get5(t, e, sh);
+    const int32_t q = t->q, off = 1 << (q - 1);
+    const uint32_t m = (1u << q) - 1u;
+    const int32_t a = (int32_t)((e >> (2 * q)) & m) - off + t->R, b = (int32_t)((e >> q) & m) - off + t->R,
+                  c = (int32_t)(e & m) - off + t->R;
+    for (int k = 0; k < 3; k++) sh[k] = mdf_nl_add(mdf_nl_add(t->axis[0][a][k], t->axis[1][b][k]), t->axis[2][c][k]);
+    return t->base + (int32_t)(e >> t->bits);
 }
 
 /* ---- every image near an atom, from the cells --------------------------- */
@@ -676,18 +643,26 @@ MDF_HD void mdf_nl_pairs_begin(mdf_nl_pairs *p, int32_t i, const double *pos, co
     mdf_nl_wrapped(pos, offset, i, p->xi);
 }
 
+/* The translations [lo, hi] to try for atoms of walk w's current cell:
+ * none along open directions, the cell's image along directions of three
+ * cells or more, [-R_k, R_k] along the others (small cells). */
+MDF_HD void mdf_nl_image_range(const mdf_nl_grid *g, const mdf_nl_walk *w, int32_t lo[3], int32_t hi[3])
+{
+    for (int k = 0; k < 3; k++) {
+        if (!g->periodic[k]) lo[k] = hi[k] = 0;
+        else if (g->n[k] >= 3) lo[k] = hi[k] = w->image[k];
+        else {
+            lo[k] = -g->reach[k];
+            hi[k] = g->reach[k];
+        }
+    }
+}
+
 /* The translations to try for the walk's current cell. */
 MDF_HD void mdf_nl_pairs_ranges(mdf_nl_pairs *p)
 {
-    for (int k = 0; k < 3; k++) {
-        if (!p->g->periodic[k]) p->lo[k] = p->hi[k] = 0;
-        else if (p->g->n[k] >= 3) p->lo[k] = p->hi[k] = p->w.image[k];
-        else {
-            p->lo[k] = -p->g->reach[k];
-            p->hi[k] = p->g->reach[k];
-        }
-        p->n[k] = p->lo[k];
-    }
+    mdf_nl_image_range(p->g, &p->w, p->lo, p->hi);
+    for (int k = 0; k < 3; k++) p->n[k] = p->lo[k];
 }
 
 /* Next translation of the current candidate; 0 when all were tried. */
