@@ -254,6 +254,40 @@ static const char *potentials(void)
     return d ? d : "/usr/share/lammps/potentials";
 }
 
+/* Relaxes frames fr[n] (cells[i] conventional cells each) under the model
+ * of type `type` with its text parameter key = value, by `method` at
+ * pressure_GPa, checks every system against a_ref and v_ref, and frees the
+ * frames. */
+static void relax_frames(mdf_frame *fr, int n, const int *cells, const char *type, const char *key,
+                         const char *value, const char *method, double pressure_GPa, double a_ref, double v_ref)
+{
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, fr, (size_t)n, &bc, &b);
+    mdf_model_config *c;
+    TU_CALL(mdf_model_config_create, type, &c);
+    TU_CALL(mdf_model_config_set, c, key, value);
+    mdf_model *m;
+    TU_CALL(mdf_model_create, c, &m);
+    mdf_model_config_destroy(c);
+    mdf_stage *s = cell_stage(method, pressure_GPa);
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run, s, b, m, &rep);
+    TU_CALL(mdf_batch_sync, b);
+    assert_int_equal(rep.converged, n);
+    for (int i = 0; i < n; i++) {
+        mdf_system_view v;
+        TU_CALL(mdf_batch_get_system, b, (size_t)i, &v);
+        assert_int_equal(v.status, 1);
+        check_relaxed(&v, method, pressure_GPa, i, cells[i], a_ref, v_ref);
+    }
+    mdf_stage_destroy(s);
+    mdf_model_destroy(m);
+    mdf_batch_destroy(b);
+    for (int i = 0; i < n; i++) mdf_frame_free(&fr[i]);
+}
+
 /* Strained Cu crystals: the 4-atom conventional cell (narrower than the
  * 4.95 Å cut-off: small cells), expanded; compressed, sheared and jittered;
  * a 2x2x2 cell sheared the other way and jittered. Relaxed by `method` at
@@ -263,33 +297,9 @@ static void relax_cu(const char *method, double pressure_GPa, double a_ref, doub
     mdf_frame fr[3] = {tu_fcc(1, 1, 1, 3.70, 29, 0.0, 0.0, 11), tu_fcc(1, 1, 1, 3.52, 29, 0.04, 0.03, 12),
                        tu_fcc(2, 2, 2, 3.66, 29, -0.03, 0.02, 13)};
     const int cells[3] = {1, 1, 8};
-    mdf_batch_config bc;
-    mdf_batch_config_init(&bc);
-    mdf_batch *b = NULL;
-    TU_CALL(mdf_batch_create, fr, 3, &bc, &b);
     char path[1024];
     snprintf(path, sizeof path, "%s/Cu_u3.eam", potentials());
-    mdf_model_config *c;
-    TU_CALL(mdf_model_config_create, "eam", &c);
-    TU_CALL(mdf_model_config_set, c, "file", path);
-    mdf_model *m;
-    TU_CALL(mdf_model_create, c, &m);
-    mdf_model_config_destroy(c);
-    mdf_stage *s = cell_stage(method, pressure_GPa);
-    mdf_stage_report rep;
-    TU_CALL(mdf_stage_run, s, b, m, &rep);
-    TU_CALL(mdf_batch_sync, b);
-    assert_int_equal(rep.converged, 3);
-    for (int i = 0; i < 3; i++) {
-        mdf_system_view v;
-        TU_CALL(mdf_batch_get_system, b, (size_t)i, &v);
-        assert_int_equal(v.status, 1);
-        check_relaxed(&v, method, pressure_GPa, i, cells[i], a_ref, v_ref);
-    }
-    mdf_stage_destroy(s);
-    mdf_model_destroy(m);
-    mdf_batch_destroy(b);
-    for (int i = 0; i < 3; i++) mdf_frame_free(&fr[i]);
+    relax_frames(fr, 3, cells, "eam", "file", path, method, pressure_GPa, a_ref, v_ref);
 }
 
 static void test_eam_cu(void **state)
@@ -350,31 +360,8 @@ static void relax_si(const char *method, double pressure_GPa, double a_ref, doub
 {
     mdf_frame fr[3] = {si_diamond(5.50, 0.0, 0.0, 21), si_diamond(5.36, 0.03, 0.06, 22),
                        si_diamond(5.46, -0.02, 0.05, 23)};
-    mdf_batch_config bc;
-    mdf_batch_config_init(&bc);
-    mdf_batch *b = NULL;
-    TU_CALL(mdf_batch_create, fr, 3, &bc, &b);
-    mdf_model_config *c;
-    TU_CALL(mdf_model_config_create, "kim", &c);
-    TU_CALL(mdf_model_config_set, c, "name", SI_SW);
-    mdf_model *m;
-    TU_CALL(mdf_model_create, c, &m);
-    mdf_model_config_destroy(c);
-    mdf_stage *s = cell_stage(method, pressure_GPa);
-    mdf_stage_report rep;
-    TU_CALL(mdf_stage_run, s, b, m, &rep);
-    TU_CALL(mdf_batch_sync, b);
-    assert_int_equal(rep.converged, 3);
-    for (int i = 0; i < 3; i++) {
-        mdf_system_view v;
-        TU_CALL(mdf_batch_get_system, b, (size_t)i, &v);
-        assert_int_equal(v.status, 1);
-        check_relaxed(&v, method, pressure_GPa, i, 1, a_ref, v_ref);
-    }
-    mdf_stage_destroy(s);
-    mdf_model_destroy(m);
-    mdf_batch_destroy(b);
-    for (int i = 0; i < 3; i++) mdf_frame_free(&fr[i]);
+    const int cells[3] = {1, 1, 1};
+    relax_frames(fr, 3, cells, "kim", "name", SI_SW, method, pressure_GPa, a_ref, v_ref);
 }
 #endif
 
