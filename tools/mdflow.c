@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "formats.h"
 #include "paths.h"
 #include "runner.h"
 #include "workflow.h"
@@ -59,6 +60,10 @@ typedef struct cli_setting {
 typedef struct md_options {
     command cmd;
     const char *input, *output, *thermo_file, *log_file, *sched, *model, *ensemble;
+    const char *format, *input_format, *lammps_types; /* NULL: by the file's extension */
+    fmt_kind in_fmt, out_fmt;
+    int ntype_z;
+    int32_t type_z[FMT_TYPES_MAX]; /* --lammps-types */
     int nsettings;
     cli_setting settings[CLI_SETTINGS_MAX];
     int nplugins;
@@ -90,8 +95,17 @@ typedef struct md_options {
 static void usage_common(FILE *fp)
 {
     fprintf(fp,
-            "  --input FILE          extended XYZ file (one or many frames)\n"
-            "  --output FILE         final structures (extended XYZ; info keys mdf_status, mdf_step)\n"
+            "  --input FILE          structures: extended XYZ (.xyz, .extxyz; one or many frames), HDF5\n"
+            "                        structures (.h5, .hdf5) or a LAMMPS data file (.data, .lmp)\n"
+            "  --output FILE         final structures, in the format of the name: .xyz/.extxyz extended XYZ\n"
+            "                        (info keys mdf_status, mdf_step), .h5/.hdf5 HDF5 structures, .h5md\n"
+            "                        H5MD, .data/.lmp LAMMPS data (one system; several: put {id} in the\n"
+            "                        name), .dump/.lammpstrj LAMMPS dump (custom style, one block a system)\n"
+            "  --format NAME         --output's format whatever its name: xyz, h5, h5md, lammps-data,\n"
+            "                        lammps-dump (an unknown extension without it is an error)\n"
+            "  --input-format NAME   --input's format whatever its name: xyz, h5, lammps-data\n"
+            "  --lammps-types A,B    elements of a LAMMPS data file's atom types 1, 2, ... (else from the\n"
+            "                        '# Cu' comments of its Masses section, else the nearest element mass)\n"
             "  --log FILE            per-system CSV log: step,system_id,status,energy_eV,fmax_eV_per_A,\n"
             "                        temperature_K\n"
             "  --log-every N         a CSV row per system every N steps (default: md 10, relax 1)\n"
@@ -249,9 +263,13 @@ enum {
     OPT_LOG_EVERY, OPT_NAN, OPT_MAXF, OPT_FREEZE, OPT_WRAP, OPT_DRIFT, OPT_OPTIMIZER, OPT_FMAX, OPT_DE,
     OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN, OPT_CELL, OPT_SMAX
 };
+/* File formats (tools/formats.h). */
+enum { OPT_FORMAT = 1024, OPT_INPUT_FORMAT, OPT_LAMMPS_TYPES };
 
 static const struct option md_long_options[] = {
     {"input", required_argument, 0, OPT_INPUT}, {"output", required_argument, 0, OPT_OUTPUT},
+    {"format", required_argument, 0, OPT_FORMAT}, {"input-format", required_argument, 0, OPT_INPUT_FORMAT},
+    {"lammps-types", required_argument, 0, OPT_LAMMPS_TYPES},
     {"model", required_argument, 0, OPT_MODEL}, {"lj-epsilon", required_argument, 0, OPT_EPS},
     {"lj-sigma", required_argument, 0, OPT_SIGMA}, {"lj-cutoff", required_argument, 0, OPT_RC},
     {"lj-species", required_argument, 0, OPT_SPECIES}, {"lj-pair", required_argument, 0, OPT_PAIR},
@@ -337,6 +355,9 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     switch (c) {
     case OPT_INPUT: o->input = optarg; return MDF_OK;
     case OPT_OUTPUT: o->output = optarg; return MDF_OK;
+    case OPT_FORMAT: o->format = optarg; return MDF_OK;
+    case OPT_INPUT_FORMAT: o->input_format = optarg; return MDF_OK;
+    case OPT_LAMMPS_TYPES: o->lammps_types = optarg; return MDF_OK;
     case OPT_MODEL: o->model = optarg; return MDF_OK;
     case OPT_PARAM: return record(o, c, optarg, err);
     case OPT_PLUGIN:
@@ -666,6 +687,20 @@ static mdf_status check_relax_options(md_options *o, mdf_error *err)
     return MDF_OK;
 }
 
+/* The formats of --input and --output: by their names, or as --input-format
+ * and --format say (tools/formats.h). */
+static mdf_status resolve_formats(md_options *o, mdf_error *err)
+{
+    if (o->format && !o->output)
+        return mdf_error_set(err, MDF_ERR_INVALID, "--format %s names the format of --output: add --output FILE", o->format);
+    mdf_status st = fmt_choose("--input", o->input, o->input_format, "--input-format", &o->in_fmt, err);
+    if (st == MDF_OK) st = fmt_check_input("--input", o->input, o->in_fmt, err);
+    if (st == MDF_OK && o->output) st = fmt_choose("--output", o->output, o->format, "--format", &o->out_fmt, err);
+    if (st == MDF_OK && o->lammps_types)
+        st = fmt_parse_types(o->lammps_types, o->type_z, FMT_TYPES_MAX, &o->ntype_z, err);
+    return st;
+}
+
 /* Returns MDF_OK, an error, or -1 when --help was printed. */
 static int parse_options(int argc, char **argv, md_options *o, mdf_error *err)
 {
@@ -699,6 +734,7 @@ static int parse_options(int argc, char **argv, md_options *o, mdf_error *err)
                            "add --cell (a fixed-cell relaxation has no pressure to aim at)");
     if (st == MDF_OK) st = resolve_settings(o, err);
     if (st == MDF_OK) st = o->cmd == CMD_RELAX ? check_relax_options(o, err) : check_md_options(o, err);
+    if (st == MDF_OK) st = resolve_formats(o, err);
     return st;
 }
 
@@ -758,7 +794,7 @@ static mdf_status check_finite(const mdf_batch *b, command cmd, mdf_error *err)
                                   err);
 }
 
-static mdf_status write_output(const char *path, mdf_batch *b, mdf_error *err)
+static mdf_status write_output(const char *path, fmt_kind kind, mdf_batch *b, mdf_error *err)
 {
     size_t n = mdf_batch_nsystems(b);
     mdf_frame *frames = calloc(n, sizeof *frames);
@@ -767,7 +803,7 @@ static mdf_status write_output(const char *path, mdf_batch *b, mdf_error *err)
     for (size_t i = 0; st == MDF_OK && i < n; i++) st = mdf_batch_get_frame(b, i, &frames[i], err);
     if (st == MDF_OK) {
         mdf_runtime_pause(); /* host work only: the idle workers sleep meanwhile */
-        st = mdf_xyz_write(path, frames, n, 0, err);
+        st = fmt_write(path, kind, frames, n, 0, err);
         mdf_runtime_resume();
     }
     for (size_t i = 0; i < n; i++) mdf_frame_free(&frames[i]);
@@ -895,9 +931,10 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     mdf_frame_list frames;
     mdf_frame_list_init(&frames);
     mdf_status st = check_files(o, err);
-    if (st == MDF_OK) st = mdf_xyz_read(o->input, &frames, err);
+    if (st == MDF_OK) st = fmt_read("--input", o->input, o->in_fmt, o->type_z, o->ntype_z, &frames, err);
     if (st == MDF_OK && frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s holds no structure", o->input);
+    if (st == MDF_OK && o->output) st = fmt_check_count("--output", o->output, o->out_fmt, frames.count, err);
     if (st == MDF_OK) runner_warn_mixed_cutoffs(&o->model_cfg, "--lj-pair A:B:EPSILON:SIGMA:RC");
     if (st == MDF_OK && o->cmd == CMD_MD) {
         char where[160];
@@ -935,7 +972,7 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     if (batch && o->output && (st == MDF_OK || err->code == MDF_ERR_PHYSICS)) {
         mdf_error werr;
         mdf_error_clear(&werr);
-        if (write_output(o->output, batch, &werr) != MDF_OK && st == MDF_OK) {
+        if (write_output(o->output, o->out_fmt, batch, &werr) != MDF_OK && st == MDF_OK) {
             st = werr.code;
             *err = werr;
         }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include "formats.h"
 #include "paths.h"
 #include "runner.h"
 #include "workflow.h"
@@ -335,28 +336,14 @@ static out_entry *gather(const collector *c, const mdf_frame_list *input, unstar
     return e;
 }
 
-/* Final frames as CSR structure datasets (docs/hdf5.md). */
-static mdf_status write_structures_h5(const mdf_workflow *wf, const mdf_frame *fr, size_t n, mdf_error *err)
-{
-    mdf_sink *sink = NULL;
-    mdf_h5_options o;
-    mdf_h5_options_init(&o);
-    o.compression = wf->compression;
-    mdf_status st = mdf_sink_create_hdf5(wf->structures, &o, &sink, err);
-    if (st != MDF_OK) return st;
-    st = mdf_sink_write_frames(sink, fr, n, err);
-    mdf_status cs = mdf_sink_close(sink, st == MDF_OK ? err : NULL);
-    mdf_sink_destroy(sink);
-    return st == MDF_OK ? cs : st;
-}
-
 static mdf_status write_structures(const mdf_workflow *wf, const out_entry *e, size_t n, mdf_error *err)
 {
     mdf_frame *frames = malloc((n + 1) * sizeof *frames);
     if (!frames) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to write %zu structures", n);
     for (size_t i = 0; i < n; i++) frames[i] = *e[i].frame; /* shallow: only read */
-    mdf_status st = wf_hdf5_kind(wf->structures) ? write_structures_h5(wf, frames, n, err)
-                                                 : mdf_xyz_write(wf->structures, frames, n, 0, err);
+    fmt_kind k = FMT_XYZ;
+    mdf_status st = fmt_choose("output.structures", wf->structures, NULL, NULL, &k, err);
+    if (st == MDF_OK) st = fmt_write(wf->structures, k, frames, n, wf->compression, err);
     free(frames);
     return st;
 }
@@ -438,8 +425,9 @@ typedef struct run_state {
 /* The input dataset: extended XYZ, or CSR structure datasets (HDF5). */
 static mdf_status read_input(const mdf_workflow *wf, mdf_frame_list *frames, mdf_error *err)
 {
-    if (wf_hdf5_kind(wf->input) == 1) return mdf_read_hdf5_structures(wf->input, frames, err);
-    return mdf_xyz_read(wf->input, frames, err);
+    fmt_kind k = FMT_XYZ;
+    mdf_status st = fmt_choose("input", wf->input, NULL, NULL, &k, err);
+    return st == MDF_OK ? fmt_read("input", wf->input, k, NULL, 0, frames, err) : st;
 }
 
 /* Opens the run's HDF5 outputs (continued, not replaced, on --resume: the

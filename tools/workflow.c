@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <yaml.h>
 #include "workflow.h"
+#include "formats.h"
 #include "mdflow/extension.h"
 
 #define WF_DEFAULT_MAX_STEPS 1000000
@@ -778,6 +779,18 @@ int wf_hdf5_kind(const char *path)
     return 0;
 }
 
+/* A structure file's format, by its name (tools/formats.h): an unknown
+ * extension, or an input mdflow cannot read, is an error at its line. */
+static mdf_status check_format(wf_ctx *c, const yaml_node_t *x, const char *key, const char *path, int input)
+{
+    fmt_kind k;
+    mdf_error e;
+    mdf_error_clear(&e);
+    if (fmt_choose(key, path, NULL, NULL, &k, &e) == MDF_OK && (!input || fmt_check_input(key, path, k, &e) == MDF_OK))
+        return MDF_OK;
+    return fail_at(c, x, MDF_ERR_INVALID, "%s", e.message);
+}
+
 static mdf_status parse_output(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 {
     static const char *const keys[] = {"structures", "log", "log_every", "snapshots", "snapshot_sink",
@@ -809,8 +822,10 @@ static mdf_status parse_output(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf
     }
     if (st == MDF_OK && (x = lookup(c, n, "compression")))
         st = get_int(c, x, "output.compression", 0, 9, &wf->compression);
-    if (st == MDF_OK && (x = lookup(c, n, "structures")))
+    if (st == MDF_OK && (x = lookup(c, n, "structures"))) {
         st = get_string(c, x, "output.structures", "final.xyz", wf->structures, sizeof wf->structures);
+        if (st == MDF_OK && *wf->structures) st = check_format(c, x, "output.structures", wf->structures, 0);
+    }
     if (st == MDF_OK && (x = lookup(c, n, "log")))
         st = get_string(c, x, "output.log", "run.csv", wf->log, sizeof wf->log);
     if (st == MDF_OK && (x = lookup(c, n, "log_every")))
@@ -916,7 +931,7 @@ static mdf_status parse_input(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
         return fail_at(c, n, MDF_ERR_INVALID, "input '%s' cannot be read (%s): fix the path (relative paths are "
                        "relative to the workflow file's folder, %.*s)", wf->input, strerror(errno),
                        slash ? dirlen : 1, slash ? wf->path : ".");
-    return MDF_OK;
+    return check_format(c, n, "input", wf->input, 1);
 }
 
 static void workflow_defaults(mdf_workflow *wf)

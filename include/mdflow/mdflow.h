@@ -7,6 +7,7 @@
 #include "mdflow/units.h"
 #include "mdflow/frame.h"
 #include "mdflow/xyz.h"
+#include "mdflow/lammps.h"
 #include "mdflow/batch.h"
 #include "mdflow/model.h"
 #include "mdflow/hook.h"
