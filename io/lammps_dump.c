@@ -12,15 +12,16 @@ typedef struct dump_writer {
     const mdf_frame *frames;
     size_t n;
     const mdf_lmp_box *boxes;
+    int triclinic; /* any box is: all blocks then give tilts, as LAMMPS's dumps do */
     mdf_lmp_types types;
 } dump_writer;
 
 /* The bounds LAMMPS writes for a triclinic box: those of its bounding box. */
-static void write_bounds(FILE *fp, const mdf_frame *f, const mdf_lmp_box *b)
+static void write_bounds(FILE *fp, const mdf_frame *f, const mdf_lmp_box *b, int triclinic)
 {
     char bc[3][3];
     for (int d = 0; d < 3; d++) snprintf(bc[d], sizeof bc[d], "%s", f->pbc[d] ? "pp" : "ff");
-    if (!b->triclinic) {
+    if (!triclinic) {
         fprintf(fp, "ITEM: BOX BOUNDS %s %s %s\n", bc[0], bc[1], bc[2]);
         for (int d = 0; d < 3; d++) fprintf(fp, "%.17g %.17g\n", b->lo[d], b->hi[d]);
         return;
@@ -49,7 +50,7 @@ static void write_block(FILE *fp, const dump_writer *w, size_t i)
     const mdf_frame *f = &w->frames[i];
     const char *step = mdf_frame_get_info(f, "mdf_step");
     fprintf(fp, "ITEM: TIMESTEP\n%s\nITEM: NUMBER OF ATOMS\n%lld\n", step ? step : "0", (long long)f->natoms);
-    write_bounds(fp, f, &w->boxes[i]);
+    write_bounds(fp, f, &w->boxes[i], w->triclinic);
     fprintf(fp, "ITEM: ATOMS id type x y z vx vy vz fx fy fz\n");
     for (int64_t a = 0; a < f->natoms; a++) {
         double r[3], v[3], force[3];
@@ -74,9 +75,12 @@ mdf_status mdf_lammps_dump_write(const char *path, const mdf_frame *frames, size
     if (!path || (!frames && n)) return mdf_error_set(err, MDF_ERR_INVALID, "mdf_lammps_dump_write needs a path and frames");
     mdf_lmp_box *boxes = calloc(n ? n : 1, sizeof *boxes);
     if (!boxes) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to write %zu systems to '%s'", n, path);
-    dump_writer w = {path, frames, n, boxes, {0}};
+    dump_writer w = {path, frames, n, boxes, 0, {0}};
     mdf_status st = MDF_OK;
-    for (size_t i = 0; st == MDF_OK && i < n; i++) st = mdf_lmp_box_of(&frames[i], path, i, &boxes[i], err);
+    for (size_t i = 0; st == MDF_OK && i < n; i++) {
+        st = mdf_lmp_box_of(&frames[i], path, i, &boxes[i], err);
+        w.triclinic |= boxes[i].triclinic;
+    }
     if (st == MDF_OK) st = mdf_lmp_types_of(frames, n, &w.types, err);
     if (st == MDF_OK) st = mdf_lmp_write_file(path, write_dump_body, &w, err);
     mdf_lmp_types_free(&w.types);

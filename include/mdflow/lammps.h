@@ -37,7 +37,9 @@
  *
  * Dump files (write only): LAMMPS's custom style, one block per frame:
  *   ITEM: TIMESTEP (the info key mdf_step, else 0), ITEM: NUMBER OF ATOMS,
- *   ITEM: BOX BOUNDS [xy xz yz] pp|ff ×3 (bounds as LAMMPS writes them),
+ *   ITEM: BOX BOUNDS [xy xz yz] pp|ff ×3 (bounds as LAMMPS writes them;
+ *   the tilted form in every block when any box is triclinic, as in LAMMPS's
+ *   own dumps, which read_dump … box yes needs to reset the tilts),
  *   ITEM: ATOMS id type x y z vx vy vz fx fy fz (velocities in Å/ps, zero
  *   when the frame has none; forces eV/Å, zero when absent). Types as in
  *   data files, over all frames. Cells are put in LAMMPS's orientation as
