@@ -489,14 +489,16 @@ variant snap-input 's/^input: .*/input: in.h5/; s/out.xyz, /out.xyz, snapshots: 
 run "$MDFLOW" run snap-input.yaml
 expect_error "output.snapshots = an HDF5 input" 2 "snap-input.yaml:22:" "output.snapshots './in.h5'" "input" \
     "same file"
+# (output.structures is written in the format of its name: the workflow file
+# itself is refused for its extension, before anything is written.)
 variant wfself 's/out.xyz/wfself.yaml/'
 run "$MDFLOW" run wfself.yaml
 expect_error "output.structures = the workflow file" 2 "wfself.yaml:22:" "output.structures 'wfself.yaml'" \
-    "the workflow file"
-variant log-out 's/out.xyz/run.md.csv/'
+    "the format cannot be told from the name"
+variant log-out 's/out.xyz/run.md.xyz/; s/log: run.csv/log: run.xyz/'
 run "$MDFLOW" run log-out.yaml
-expect_error "output.log of a stage = output.structures" 2 "log-out.yaml:22:" "output.log (stage md) 'run.md.csv'" \
-    "output.structures 'run.md.csv'" "each output would overwrite the other"
+expect_error "output.log of a stage = output.structures" 2 "log-out.yaml:22:" "output.log (stage md) 'run.md.xyz'" \
+    "output.structures 'run.md.xyz'" "each output would overwrite the other"
 if [ "$(cksum <clusters.xyz)" = "$before" ] && grep -q '^input:' wfself.yaml; then pass "inputs untouched by the refused runs"
 else fail "inputs untouched by the refused runs"; fi
 
