@@ -2,13 +2,16 @@
 # mdflow — structure file formats by name, never by guess (md, relax, run):
 # --output x.h5md is an H5MD file (h5py: the h5md and particles groups),
 # --output x.h5 the CSR structure form (h5py: /structures, positions equal to
-# the input's, as ASE reads it); .dump a LAMMPS dump, .data LAMMPS data
-# files (several systems need {id}: refused before the run otherwise), read
-# back as --input; --format overrides the extension; an unknown extension of
+# the input's, as ASE reads it), read back as --input; .dump/.lammpstrj a
+# LAMMPS dump (velocities in Å/ps by ASE's factor), .data/.lmp LAMMPS data
+# files (several systems need {id}: refused before the run otherwise; a
+# cluster's box and pbc), read back as --input; --format and --input-format
+# override the extension; an unknown extension of
 # --output or --input, or an input mdflow cannot read, is exit status 2
 # naming the file and the formats; a data file whose types have no elements
 # names --lammps-types, which fixes it; workflows choose input and
-# output.structures formats by name too (unknown: FILE:LINE, exit 2).
+# output.structures formats by name too (unknown, or a data file for
+# several systems: FILE:LINE, exit 2).
 #
 # Needs /usr/bin/python3 with h5py and ase; skipped without.
 set -u
@@ -62,6 +65,16 @@ assert list(g["atom_ptr"][:]) == [0, 3, 7]
 EOF
 then pass "--output x.h5: CSR structure datasets with the input's positions"
 else fail "--output x.h5 is the structures format" "exit $rc"; show stderr "$T/stderr"; show py "$T/py"; fi
+
+md --input x.h5 --output fromh5.xyz
+if [ "$rc" -eq 0 ] && "$PY" - <<'EOF' 2>"$T/py"
+import numpy as np
+from ase.io import read
+for a, b in zip(read("in.xyz", ":"), read("fromh5.xyz", ":")):
+    assert np.array_equal(a.positions, b.positions) and np.array_equal(a.cell.array, b.cell.array)
+EOF
+then pass "--input x.h5: the structures as written"
+else fail "--input x.h5" "exit $rc"; show stderr "$T/stderr"; show py "$T/py"; fi
 
 # --- unknown extensions, --format --------------------------------------------------
 md --input in.xyz --output x.foo
@@ -187,6 +200,12 @@ run "$MDFLOW" run --check bad.yaml
 if [ "$rc" -eq 2 ] && [ -z "$(missing_in_stderr "bad.yaml:6:" "output.structures 'final.foo'" ".h5md")" ]
 then pass "workflow output.structures final.foo: FILE:LINE, exit 2"
 else fail "workflow output.structures final.foo refused" "exit $rc"; show stderr "$T/stderr"; fi
+
+wf many in.xyz final.data
+run "$MDFLOW" run many.yaml
+if [ "$rc" -eq 2 ] && [ ! -e final.data ] && [ -z "$(missing_in_stderr "many.yaml:6:" "output.structures 'final.data'" "{id}")" ]
+then pass "workflow output.structures final.data with 2 systems: FILE:LINE naming {id}, before the run"
+else fail "workflow final.data with 2 systems refused" "exit $rc"; show stderr "$T/stderr"; fi
 
 wf good x_1.data final.h5md
 run "$MDFLOW" run good.yaml

@@ -422,12 +422,20 @@ typedef struct run_state {
     run_sinks sinks;
 } run_state;
 
-/* The input dataset: extended XYZ, or CSR structure datasets (HDF5). */
+/* The input dataset, in the format of its name (tools/formats.h); and
+ * whether output.structures can hold that many systems (a LAMMPS data file
+ * one, unless its name has {id}), said before the run. */
 static mdf_status read_input(const mdf_workflow *wf, mdf_frame_list *frames, mdf_error *err)
 {
-    fmt_kind k = FMT_XYZ;
+    fmt_kind k = FMT_XYZ, out = FMT_XYZ;
     mdf_status st = fmt_choose("input", wf->input, NULL, NULL, &k, err);
-    return st == MDF_OK ? fmt_read("input", wf->input, k, NULL, 0, frames, err) : st;
+    if (st == MDF_OK) st = fmt_read("input", wf->input, k, NULL, 0, frames, err);
+    if (st == MDF_OK && *wf->structures) st = fmt_choose("output.structures", wf->structures, NULL, NULL, &out, err);
+    if (st == MDF_OK && *wf->structures) {
+        st = fmt_check_count("output.structures", wf->structures, out, frames->count, err);
+        if (st != MDF_OK) st = at_line(err, wf, wf->output_line, "output");
+    }
+    return st;
 }
 
 /* Opens the run's HDF5 outputs (continued, not replaced, on --resume: the
