@@ -75,6 +75,10 @@ void mdf_frame_free(mdf_frame *f);
 /* Sets (or replaces) an info key; copies both strings. */
 mdf_status mdf_frame_set_info(mdf_frame *f, const char *key, const char *value,
                               mdf_error *err);
+/* Appends deep copies of src's extra columns to dst's; both frames have the
+ * same atom count. On failure dst may hold some of the copies (freed with
+ * it). */
+mdf_status mdf_frame_append_extras(mdf_frame *dst, const mdf_frame *src, mdf_error *err);
 /* Returns the value of an info key, or NULL. */
 const char *mdf_frame_get_info(const mdf_frame *f, const char *key);
 
