@@ -11,7 +11,8 @@ and `run`, judged by ASE (the reference reader and calculator).
         reads mdflow's OUT with ase.io.read and checks every frame against
         IN: the same constraint; fully fixed atoms at exactly their input
         positions while the others moved; charges, tags, foo and bar equal,
-        as integers where they were; get_stress() and
+        as integers where they were; an atom fixed in some directions only
+        moving in those too (mdflow freezes whole atoms); get_stress() and
         get_potential_energy() equal to ase.calculators.lj.LennardJones
         (smooth=False: pair energies shifted to 0 at the cutoff, mdflow's
         --lj-shift) at OUT's positions and cell, within 1e-10 relative; and
@@ -98,6 +99,12 @@ def check_frame(k, a, b, lj, md, problems):
     for i in fixed:
         if not np.array_equal(a.positions[i], b.positions[i]):
             bad(f"fixed atom {i} moved by {b.positions[i] - a.positions[i]} Å")
+    # Fixed in some directions only: not frozen, it moves in those too.
+    for c in a.constraints:
+        if isinstance(c, FixCartesian) and c.mask.any() and not c.mask.all():
+            held = ~c.mask
+            if np.array_equal(a.positions[c.a][held], b.positions[c.a][held]):
+                bad(f"atom {c.a}, fixed in {held.astype(int)} only, did not move that way")
     moved = np.abs(b.positions[free] - a.positions[free]).max()
     if not moved > 1e-4:
         bad(f"the free atoms did not move (largest change {moved} Å): nothing was run")
