@@ -41,20 +41,33 @@ static double frame_mass(const mdf_frame *f, int64_t a)
 }
 
 /* Frozen atoms come from an extxyz column: "fixed" (L:1 or I:1, true =
- * frozen) or ASE's "move_mask" (L:3, all false = frozen). */
+ * frozen) or ASE's "move_mask" (T = the atom may move that way): L:1, as
+ * ASE writes FixAtoms, F = frozen; or L:3, as ASE writes FixCartesian,
+ * frozen when all three are F. An atom fixed in some directions only
+ * (e.g. "T F T") is not frozen: the batch freezes whole atoms.
+ * Returns 1 (frozen), 0 (free), or -1 when c says nothing about freezing. */
+static int column_freezes(const mdf_extra_column *c, int64_t a)
+{
+    if (strcmp(c->name, "fixed") == 0 && c->ncols == 1) {
+        const char *t = c->tokens[a];
+        return t[0] == 'T' || t[0] == 't' || (t[0] >= '1' && t[0] <= '9');
+    }
+    if (strcmp(c->name, "move_mask") == 0 && (c->ncols == 1 || c->ncols == 3)) {
+        int movable = 0;
+        for (int d = 0; d < c->ncols; d++) {
+            const char *t = c->tokens[(size_t)c->ncols * (size_t)a + (size_t)d];
+            movable |= t[0] == 'T' || t[0] == 't';
+        }
+        return !movable;
+    }
+    return -1;
+}
+
 static int frame_atom_frozen(const mdf_frame *f, int64_t a)
 {
     for (size_t k = 0; k < f->nextra; k++) {
-        const mdf_extra_column *c = &f->extra[k];
-        if (strcmp(c->name, "fixed") == 0 && c->ncols == 1) {
-            const char *t = c->tokens[a];
-            return t[0] == 'T' || t[0] == 't' || (t[0] >= '1' && t[0] <= '9');
-        }
-        if (strcmp(c->name, "move_mask") == 0 && c->ncols == 3) {
-            int movable = 0;
-            for (int d = 0; d < 3; d++) movable |= c->tokens[3 * a + d][0] == 'T' || c->tokens[3 * a + d][0] == 't';
-            return !movable;
-        }
+        int frozen = column_freezes(&f->extra[k], a);
+        if (frozen >= 0) return frozen;
     }
     return 0;
 }
@@ -262,6 +275,16 @@ static int recomputed_key(const char *key)
     return strcmp(key, "virial") == 0 || strcmp(key, "stress") == 0;
 }
 
+mdf_status mdf_batch_set_slot_columns(mdf_batch *b, int64_t slot, const mdf_frame *f, mdf_error *err)
+{
+    mdf_frame *cols = &b->meta[slot].columns;
+    mdf_frame_free(cols);
+    cols->natoms = f->natoms;
+    mdf_status st = mdf_frame_append_extras(cols, f, err);
+    if (st != MDF_OK) mdf_frame_free(cols);
+    return st;
+}
+
 /* Copies frame f (batch system i) into slot `slot` of shard sh, whose
  * local system index is `local_sys` and first atom `local_atom`. */
 static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_shard *sh,
@@ -299,6 +322,8 @@ static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_sh
             b->force[3 * (base + a) + k] = f->forces ? f->forces[3 * a + k] : 0.0;
         }
     }
+    st = mdf_batch_set_slot_columns(b, (int64_t)slot, f, err);
+    if (st != MDF_OK) return st;
     /* Keep the frame's own keys for output, other than ours and those of
      * the input's positions that the batch recomputes: a virial or stress
      * read in would be written back out with the new positions. */
@@ -340,16 +365,21 @@ static mdf_status alloc_arrays(mdf_batch *b, mdf_error *err)
     return MDF_OK;
 }
 
+static void free_meta(mdf_sys_meta *m)
+{
+    for (size_t k = 0; k < m->ninfo; k++) {
+        free(m->info[k].key);
+        free(m->info[k].value);
+    }
+    free(m->info);
+    mdf_frame_free(&m->columns);
+    memset(m, 0, sizeof *m);
+}
+
 static void free_arrays(mdf_batch *b)
 {
     if (b->meta)
-        for (size_t i = 0; i < b->sys_cap; i++) {
-            for (size_t k = 0; k < b->meta[i].ninfo; k++) {
-                free(b->meta[i].info[k].key);
-                free(b->meta[i].info[k].value);
-            }
-            free(b->meta[i].info);
-        }
+        for (size_t i = 0; i < b->sys_cap; i++) free_meta(&b->meta[i]);
     free(b->meta);
     free(b->pos);
     free(b->vel);
@@ -594,6 +624,61 @@ static mdf_status set_number_info(mdf_frame *f, const char *key, const char *fmt
     return mdf_frame_set_info(f, key, text, err);
 }
 
+/* The token that says `frozen` in a freeze column of c's form. */
+static const char *freeze_token(const mdf_extra_column *c, int frozen)
+{
+    if (strcmp(c->name, "fixed") == 0) return c->type == 'I' ? (frozen ? "1" : "0") : (frozen ? "T" : "F");
+    return frozen ? "F" : "T"; /* move_mask: T = may move */
+}
+
+/* The output's freeze columns ("fixed", "move_mask", copied from the input)
+ * say which atoms the batch holds frozen now (mdf_batch_set_frozen may have
+ * changed some), in the form they were read, so that ASE reads its
+ * FixAtoms (move_mask:L:1) or FixCartesian (L:3) back. An atom whose state
+ * is unchanged keeps its input tokens: a move_mask fixing some directions
+ * only (which the batch does not freeze) is written as it was read. */
+static mdf_status refresh_freeze_columns(const mdf_batch *b, int64_t base, mdf_frame *out, mdf_error *err)
+{
+    for (size_t k = 0; k < out->nextra; k++) {
+        mdf_extra_column *c = &out->extra[k];
+        for (int64_t a = 0; a < out->natoms; a++) {
+            int was = column_freezes(c, a);
+            int now = (b->atoms[base + a].flags & MDF_ATOM_FROZEN) != 0;
+            if (was < 0) break; /* not a freeze column */
+            if (was == now) continue;
+            for (int d = 0; d < c->ncols; d++) {
+                char **t = &c->tokens[(size_t)c->ncols * (size_t)a + (size_t)d];
+                char *token = strdup(freeze_token(c, now));
+                if (!token) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a frame's %s column", c->name);
+                free(*t);
+                *t = token;
+            }
+        }
+    }
+    return MDF_OK;
+}
+
+/* A 3x3 matrix as an info key: nine numbers, row by row, exact. */
+static mdf_status set_matrix_info(mdf_frame *f, const char *key, const double m[9], mdf_error *err)
+{
+    char text[512];
+    snprintf(text, sizeof text, "%.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g", m[0], m[1], m[2], m[3],
+             m[4], m[5], m[6], m[7], m[8]);
+    return mdf_frame_set_info(f, key, text, err);
+}
+
+/* ASE's "stress" key (eV/Å³, 3x3, which its extxyz reader turns into the
+ * frame's calculator stress): -W/V, for systems periodic in all three
+ * directions only, where the volume is the cell's. */
+static mdf_status set_stress_info(mdf_frame *out, const double w[9], mdf_error *err)
+{
+    double volume = fabs(mdf_det3(out->cell));
+    if (!(out->pbc[0] && out->pbc[1] && out->pbc[2]) || !(volume > 0.0)) return MDF_OK;
+    double p[9];
+    for (int k = 0; k < 9; k++) p[k] = -w[k] / volume;
+    return set_matrix_info(out, "stress", p, err);
+}
+
 mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out, mdf_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -621,6 +706,8 @@ mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out, mdf
     const mdf_sys_meta *m = &b->meta[slot];
     for (size_t k = 0; st == MDF_OK && k < m->ninfo; k++)
         st = mdf_frame_set_info(out, m->info[k].key, m->info[k].value, err);
+    if (st == MDF_OK) st = mdf_frame_append_extras(out, &m->columns, err);
+    if (st == MDF_OK) st = refresh_freeze_columns(b, base, out, err);
     if (st == MDF_OK) st = set_number_info(out, "mdf_system_id", NULL, 0, (long long)s->id, err);
     if (st == MDF_OK) st = set_number_info(out, "mdf_step", NULL, 0, (long long)s->step, err);
     if (st == MDF_OK) st = set_number_info(out, "mdf_status", NULL, 0, (long long)s->status, err);
@@ -628,11 +715,8 @@ mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out, mdf
         st = set_number_info(out, "kinetic_energy", "%.17g", b->res[slot].kinetic, 0, err);
     /* Only a virial of these positions: steps compute one only when asked. */
     if (st == MDF_OK && b->res[slot].virial_fresh) {
-        char text[512];
-        const double *w = b->res[slot].virial;
-        snprintf(text, sizeof text, "%.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g", w[0], w[1],
-                 w[2], w[3], w[4], w[5], w[6], w[7], w[8]);
-        st = mdf_frame_set_info(out, "virial", text, err);
+        st = set_matrix_info(out, "virial", b->res[slot].virial, err);
+        if (st == MDF_OK) st = set_stress_info(out, b->res[slot].virial, err);
     }
     if (st != MDF_OK) mdf_frame_free(out);
     return st;
@@ -711,16 +795,6 @@ void mdf_batch_release_all(mdf_batch *b)
         shard_handles(&b->shards[k], hs);
         for (int h = 0; h < MDF_SHARD_HANDLES; h++) starpu_data_release(hs[h]);
     }
-}
-
-static void free_meta(mdf_sys_meta *m)
-{
-    for (size_t k = 0; k < m->ninfo; k++) {
-        free(m->info[k].key);
-        free(m->info[k].value);
-    }
-    free(m->info);
-    memset(m, 0, sizeof *m);
 }
 
 /* Moves local system s of shard sh to local index t starting at atom a0. */

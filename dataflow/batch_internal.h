@@ -24,10 +24,13 @@ typedef struct mdf_shard {
     starpu_data_handle_t state;  /* sys_cap mdf_sys_state (integrator state) */
 } mdf_shard;
 
-/* Keys of a frame that the batch keeps for get_frame (per system). */
+/* What the batch keeps of a system's input frame for get_frame: its info
+ * keys, and its per-atom extra columns (in `columns`, a frame holding only
+ * natoms and extra), which the output carries in the input's atom order. */
 typedef struct mdf_sys_meta {
     size_t ninfo;
     mdf_info_entry *info;
+    mdf_frame columns;
 } mdf_sys_meta;
 
 struct mdf_batch {
@@ -61,6 +64,10 @@ void mdf_batch_shard_room(const mdf_batch *b, int k, int64_t *atoms, int64_t *sy
  * with the given status and flags, validated as mdf_batch_create does. */
 mdf_status mdf_batch_append(mdf_batch *b, int k, const mdf_frame *f, size_t index, int32_t status, int32_t flags,
                             mdf_error *err);
+/* Replaces slot `slot`'s copy of its input's extra columns by f's (f is
+ * the system's dataset frame: a resumed checkpoint takes them from there
+ * rather than storing them). */
+mdf_status mdf_batch_set_slot_columns(mdf_batch *b, int64_t slot, const mdf_frame *f, mdf_error *err);
 /* Validates a frame as mdf_batch_create does (index names it in messages). */
 mdf_status mdf_batch_check_frame(const mdf_frame *f, size_t index, mdf_error *err);
 

@@ -116,6 +116,22 @@ static int copy_extra_column(mdf_extra_column *dst, const mdf_extra_column *src,
     return 1;
 }
 
+/* Appends copies of s's extra columns to d's (same atom count). On failure
+ * d->nextra counts what was appended, so mdf_frame_free() releases it. */
+static int append_extra_columns(mdf_frame *d, const mdf_frame *s)
+{
+    if (!s->nextra) return 1;
+    mdf_extra_column *grown = realloc(d->extra, (d->nextra + s->nextra) * sizeof *grown);
+    if (!grown) return 0;
+    d->extra = grown;
+    for (size_t i = 0; i < s->nextra; i++) {
+        /* Count as we go so that a partial copy is freed correctly. */
+        d->nextra++;
+        if (!copy_extra_column(&d->extra[d->nextra - 1], &s->extra[i], s->natoms)) return 0;
+    }
+    return 1;
+}
+
 /* Fills the zeroed frame d from s; on failure d holds whatever was copied so
  * far, which mdf_frame_free() releases. */
 static int copy_frame_contents(mdf_frame *d, const mdf_frame *s)
@@ -144,15 +160,7 @@ static int copy_frame_contents(mdf_frame *d, const mdf_frame *s)
                 return 0;
         }
     }
-    if (s->nextra) {
-        d->extra = calloc(s->nextra, sizeof *d->extra);
-        if (!d->extra) return 0;
-        for (size_t i = 0; i < s->nextra; i++) {
-            d->nextra = i + 1;
-            if (!copy_extra_column(&d->extra[i], &s->extra[i], s->natoms)) return 0;
-        }
-    }
-    return 1;
+    return append_extra_columns(d, s);
 }
 
 mdf_status mdf_frame_copy(mdf_frame *dst, const mdf_frame *src, mdf_error *err)
@@ -209,6 +217,19 @@ mdf_status mdf_frame_set_info(mdf_frame *f, const char *key, const char *value,
     f->info[f->ninfo].key = k;
     f->info[f->ninfo].value = v;
     f->ninfo++;
+    return MDF_OK;
+}
+
+mdf_status mdf_frame_append_extras(mdf_frame *dst, const mdf_frame *src, mdf_error *err)
+{
+    if (!dst || !src) return mdf_error_set(err, MDF_ERR_INVALID, "mdf_frame_append_extras: frame is NULL");
+    if (src->nextra && dst->natoms != src->natoms)
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "cannot give a frame of %lld atoms the per-atom columns of one of %lld atoms",
+                             (long long)dst->natoms, (long long)src->natoms);
+    if (!append_extra_columns(dst, src))
+        return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to copy the per-atom columns of %lld atoms",
+                             (long long)src->natoms);
     return MDF_OK;
 }
 

@@ -14,6 +14,11 @@
 
 /* Properties when a frame's comment line has none (ASE's default). */
 #define DEFAULT_PROPERTIES "species:S:1:pos:R:3"
+/* The unit of the velocities column (ASE's: Å per ASE time unit,
+ * Å·sqrt(amu/eV) = 10.1805 fs), which the writer states as the info key
+ * velocities_unit and the reader checks. */
+#define VELOCITIES_UNIT_KEY "velocities_unit"
+#define VELOCITIES_UNIT "sqrt(eV/amu)"
 /* Per-atom columns a file may declare in all; far beyond any real file, and
  * keeps the column arithmetic well inside int. */
 #define MAX_COLUMNS 100000
@@ -468,6 +473,18 @@ static mdf_status parse_pbc(reader *r, char *value, header *h)
     return MDF_OK;
 }
 
+/* velocities_unit, which mdflow writes, may only say what the velocities
+ * column holds: another unit would be read as the wrong numbers. */
+static mdf_status check_velocities_unit(reader *r, const char *value)
+{
+    if (strcmp(value, VELOCITIES_UNIT) == 0) return MDF_OK;
+    return mdf_error_set(r->err, MDF_ERR_PARSE,
+                         "%s:%ld: " VELOCITIES_UNIT_KEY "=%s: mdflow reads extended XYZ velocities in ASE's "
+                         "unit, " VELOCITIES_UNIT " (Å per 10.1805 fs): convert them (Å/fs values divided by "
+                         "ase.units.fs, 0.0982269) and write " VELOCITIES_UNIT_KEY "=" VELOCITIES_UNIT
+                         ", or drop the key", r->name, r->lineno, value);
+}
+
 static mdf_status parse_energy(reader *r, const char *value, header *h)
 {
     if (!parse_double(value, &h->energy))
@@ -610,6 +627,7 @@ static mdf_status parse_header(reader *r, kv_list *kvs, header *h)
         if (strcmp(e->key, "Lattice") == 0) st = parse_lattice(r, e->value, h);
         else if (strcmp(e->key, "pbc") == 0) st = parse_pbc(r, e->value, h);
         else if (strcmp(e->key, "energy") == 0) st = parse_energy(r, e->value, h);
+        else if (strcmp(e->key, VELOCITIES_UNIT_KEY) == 0) st = check_velocities_unit(r, e->value);
         else if (strcmp(e->key, "Properties") == 0) { properties = e->value; consumed = 0; }
         else consumed = 0;
         if (consumed) {
@@ -1024,7 +1042,7 @@ mdf_status mdf_xyz_read(const char *path, mdf_frame_list *out, mdf_error *err)
 static int is_reserved_key(const char *key)
 {
     return strcmp(key, "Lattice") == 0 || strcmp(key, "Properties") == 0 ||
-           strcmp(key, "pbc") == 0 || strcmp(key, "energy") == 0;
+           strcmp(key, "pbc") == 0 || strcmp(key, "energy") == 0 || strcmp(key, VELOCITIES_UNIT_KEY) == 0;
 }
 
 /* Column names the writer produces itself, or that readers interpret. */
@@ -1108,7 +1126,7 @@ static mdf_status validate_frame(const char *name, size_t fi, const mdf_frame *f
         if (is_reserved_key(e->key))
             return mdf_error_set(err, MDF_ERR_INVALID,
                                  "%s: frame %zu: info key '%s' is written from the frame itself "
-                                 "(cell, pbc, energy, columns); rename or drop it",
+                                 "(cell, pbc, energy, velocities unit, columns); rename or drop it",
                                  name, fi + 1, e->key);
         if (strpbrk(e->key, "\r\n") || strpbrk(e->value, "\r\n"))
             return mdf_error_set(err, MDF_ERR_INVALID,
@@ -1173,6 +1191,7 @@ static char *comment_line(const mdf_frame *f)
         sb_puts(&b, " energy=");
         put_real(&b, f->energy);
     }
+    if (f->velocities) sb_puts(&b, " " VELOCITIES_UNIT_KEY "=" VELOCITIES_UNIT);
     for (size_t k = 0; k < f->ninfo; k++) {
         if (!f->info[k].value[0]) continue;
         sb_putc(&b, ' ');

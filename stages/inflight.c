@@ -608,6 +608,24 @@ static mdf_status get_batch(const mdf_ckpt *ck, mdf_batch **out, mdf_error *err)
     return MDF_OK;
 }
 
+/* A checkpoint stores no per-atom extra columns (the input's charges,
+ * tags...): each system in flight takes them again from its dataset frame,
+ * which the fingerprint says is the one it was written with. */
+static mdf_status restore_columns(const mdf_inflight *in, const mdf_ckpt *ck, mdf_batch *b, mdf_error *err)
+{
+    size_t n = mdf_sampler_size(in->cfg.sampler);
+    mdf_status st = MDF_OK;
+    for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) {
+        int64_t slot = b->sys_slot[i];
+        int32_t source = b->sys[slot].source;
+        const mdf_frame *f = source >= 0 && (size_t)source < n ? mdf_sampler_frame(in->cfg.sampler, (size_t)source)
+                                                               : NULL;
+        if (!f || f->natoms != b->sys[slot].natoms) return damaged(ck, "a system's index in the dataset", err);
+        st = mdf_batch_set_slot_columns(b, slot, f, err);
+    }
+    return st;
+}
+
 static mdf_status load_state(mdf_inflight *in, const mdf_ckpt *ck, mdf_batch **out, mdf_error *err)
 {
     mdf_status st = check_fingerprints(in, ck, err);
@@ -629,6 +647,7 @@ static mdf_status load_state(mdf_inflight *in, const mdf_ckpt *ck, mdf_batch **o
         if (in->exits.failed) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to load a checkpoint");
     }
     if (st == MDF_OK) st = get_batch(ck, out, err);
+    if (st == MDF_OK) st = restore_columns(in, ck, *out, err);
     if (st != MDF_OK) return st;
     in->shard_pairs = calloc((size_t)(*out)->nshards, sizeof *in->shard_pairs);
     const int64_t *pairs = mdf_ckpt_get(ck, "inflight.shard_pairs", sizeof(int64_t), (size_t)(*out)->nshards, NULL, err);

@@ -172,6 +172,12 @@ def compare(i, atoms, ref):
         yield '%s: energy %r, expected %r' % (where, mine['energy'],
                                                ref.get('energy'))
     info = {k: v for k, v in atoms.info.items() if k != 'energy'}
+    # mdflow names the unit of the velocities column it writes (ASE's).
+    unit = info.pop('velocities_unit', None)
+    if ref.get('velocities') is not None and unit != 'sqrt(eV/amu)':
+        yield '%s: velocities_unit %r, expected %r' % (where, unit, 'sqrt(eV/amu)')
+    if ref.get('velocities') is None and unit is not None:
+        yield '%s: velocities_unit %r without velocities' % (where, unit)
     for key, text in ref.get('info', {}).items():
         if key not in info:
             yield '%s: info key %r missing' % (where, key)

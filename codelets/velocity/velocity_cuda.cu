@@ -28,7 +28,7 @@ __global__ void velocity_draw_kernel(double *v, const mdf_atom_info *atoms, cons
     if (in && mdf_velocity_wanted(&sys[s], status, entering_only)) {
         const mdf_sys_info *si = &sys[s];
         double *va = v + 3 * (size_t)a;
-        mdf_velocity_draw(mdf_velocity_key(seed, si->id), a - si->atom_start, sqrt(kT * atoms[a].inv_mass), va);
+        mdf_velocity_draw(mdf_velocity_key(seed, si->id), a - si->atom_start, mdf_velocity_sd(&atoms[a], kT), va);
         for (int k = 0; k < 3; k++) part[k] = atoms[a].mass * va[k];
         part[3] = atoms[a].mass;
     }
@@ -36,7 +36,8 @@ __global__ void velocity_draw_kernel(double *v, const mdf_atom_info *atoms, cons
 }
 
 /* Per system: the shift p/M each atom's velocity loses (0 for systems not
- * drawn and lone atoms, which are left alone by the next kernel anyway). */
+ * drawn, lone atoms and systems with frozen atoms, which the next kernel
+ * leaves alone anyway). */
 __global__ void velocity_shift_kernel(const mdf_sys_info *sys, double *shift, int32_t status, int32_t entering_only,
                                       mdf_seg_parts p)
 {
@@ -46,13 +47,13 @@ __global__ void velocity_shift_kernel(const mdf_sys_info *sys, double *shift, in
     double tot[4];
     mdf_seg_total<4>(p, s, si, tot, scratch);
     if (threadIdx.x == 0) {
-        const int use = mdf_velocity_wanted(si, status, entering_only) && si->natoms > 1;
+        const int use = mdf_velocity_wanted(si, status, entering_only) && mdf_velocity_removes_momentum(si);
         for (int k = 0; k < 3; k++) shift[3 * (size_t)s + k] = use ? tot[k] / tot[3] : 0.0;
     }
 }
 
-/* Per atom of a drawn system: the momentum removed (not for a lone atom:
- * removing its momentum would stop it), then its kinetic energy. */
+/* Per atom of a drawn system: the momentum removed (mdf_velocity_removes_momentum),
+ * then its kinetic energy. */
 __global__ void velocity_fix_kernel(double *v, const mdf_atom_info *atoms, const mdf_sys_info *sys,
                                     const double *shift, int32_t status, int32_t entering_only, mdf_seg_parts p)
 {
@@ -62,7 +63,7 @@ __global__ void velocity_fix_kernel(double *v, const mdf_atom_info *atoms, const
     double ke[1] = {0.0};
     if (in && mdf_velocity_wanted(&sys[s], status, entering_only)) {
         double *va = v + 3 * (size_t)a;
-        if (sys[s].natoms > 1)
+        if (mdf_velocity_removes_momentum(&sys[s]))
             for (int k = 0; k < 3; k++) va[k] -= shift[3 * (size_t)s + k];
         ke[0] = vel_atom_ke(va, atoms[a].mass);
     }

@@ -2,7 +2,8 @@
  * Component k of atom a of the system with id `id` is
  *   sqrt(kB T / m) · N(0,1)[philox(key = seed ⊕ id, counter = 3a + k)],
  * so the draw depends only on (seed, system id, atom, component); the total
- * momentum of each system is then removed. */
+ * momentum of each system is then removed. Frozen atoms get 0 (and a system
+ * with frozen atoms keeps its momentum). */
 #ifndef MDF_VELOCITY_KERNEL_H
 #define MDF_VELOCITY_KERNEL_H
 
@@ -23,6 +24,22 @@ typedef struct mdf_velocity_args {
 MDF_HD int mdf_velocity_wanted(const mdf_sys_info *s, int32_t status, int32_t entering_only)
 {
     return s->status == status && (!entering_only || (s->flags & MDF_SYS_ENTERED));
+}
+
+/* Standard deviation of each velocity component of atom a: 0 for a frozen
+ * atom, so that no draw moves it (a stage's entry velocities are drawn
+ * after the freeze hook ran on that step's forces and velocities). */
+MDF_HD double mdf_velocity_sd(const mdf_atom_info *a, double kT)
+{
+    return (a->flags & MDF_ATOM_FROZEN) ? 0.0 : sqrt(kT * a->inv_mass);
+}
+
+/* Whether a draw removes system s's total momentum: not for a lone atom
+ * (that would stop it), nor when atoms are frozen (they push the others:
+ * the momentum is not conserved, and mdf_dof counts 3 per free atom). */
+MDF_HD int mdf_velocity_removes_momentum(const mdf_sys_info *s)
+{
+    return s->natoms > 1 && s->nfrozen == 0;
 }
 
 MDF_HD uint64_t mdf_velocity_key(uint64_t seed, int64_t id)

@@ -72,7 +72,11 @@ mdf_status mdf_batch_sync(mdf_batch *b, mdf_error *err);
  * and "virial" when the last evaluation computed it (virial_fresh below;
  * a stage run gives it to every system that reached its exit status, at
  * refills and at the end; the frame's own "virial" and "stress" keys are
- * never carried over). */
+ * never carried over), with "stress" (-virial/V, eV/Å³, 9 numbers, ASE's
+ * extxyz key) for systems periodic in x, y and z. The input frame's other
+ * info keys and its extra columns come back too, in its atom order; the
+ * freeze columns ("fixed", "move_mask") say which atoms are frozen now, in
+ * the form they were read. */
 mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out,
                                mdf_error *err);
 
@@ -105,7 +109,10 @@ mdf_status mdf_batch_get_system(const mdf_batch *b, size_t i,
  * atom keeps its position under every integrator and optimiser when the
  * stage has a freeze hook (mdf_hook_create_freeze), which zeroes its force
  * and velocity, as ASE's FixAtoms does. Batches also read frozen atoms from
- * an extxyz column "fixed" (T/1 = frozen) or ASE's "move_mask" (F F F). */
+ * an extxyz column "fixed" (T/1 = frozen) or ASE's "move_mask": L:1 (its
+ * FixAtoms, F = frozen) or L:3 (its FixCartesian, frozen when F F F; an
+ * atom fixed in some directions only is not frozen). Velocity draws give
+ * frozen atoms none. */
 mdf_status mdf_batch_set_frozen(mdf_batch *b, size_t i, int64_t atom, int frozen, mdf_error *err);
 /* 1 if the atom is frozen (after mdf_batch_sync()). */
 int mdf_batch_is_frozen(const mdf_batch *b, size_t i, int64_t atom);

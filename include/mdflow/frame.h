@@ -23,7 +23,9 @@ typedef struct mdf_info_entry {
 } mdf_info_entry;
 
 /* A per-atom column mdflow does not interpret (extxyz Properties entry),
- * kept as text tokens so files round-trip. */
+ * kept as text tokens so files round-trip: batches keep each system's and
+ * mdf_batch_get_frame() gives them back ("fixed" and "move_mask" updated to
+ * the atoms frozen now). */
 typedef struct mdf_extra_column {
     char *name;
     char type;        /* 'R', 'I', 'S' or 'L', as in extxyz */
@@ -54,7 +56,9 @@ typedef struct mdf_frame {
  * extxyz reader accepts a "velocities" column (exact) or ASE's "momenta"
  * column (divided by the masses); the writer writes "velocities", which
  * round-trips exactly but which ASE keeps as a plain array
- * (atoms.arrays["velocities"]) rather than as momenta. */
+ * (atoms.arrays["velocities"]) rather than as momenta, with the info key
+ * velocities_unit=sqrt(eV/amu) naming that unit (the reader refuses
+ * another). */
 
 typedef struct mdf_frame_list {
     size_t count;
@@ -75,6 +79,10 @@ void mdf_frame_free(mdf_frame *f);
 /* Sets (or replaces) an info key; copies both strings. */
 mdf_status mdf_frame_set_info(mdf_frame *f, const char *key, const char *value,
                               mdf_error *err);
+/* Appends deep copies of src's extra columns to dst's; both frames have the
+ * same atom count. On failure dst may hold some of the copies (freed with
+ * it). */
+mdf_status mdf_frame_append_extras(mdf_frame *dst, const mdf_frame *src, mdf_error *err);
 /* Returns the value of an info key, or NULL. */
 const char *mdf_frame_get_info(const mdf_frame *f, const char *key);
 

@@ -14,11 +14,16 @@
  * and is ignored. Recognised columns: species (S:1) or Z (I:1), pos (R:3),
  * velocities or vel (R:3), momenta (R:3, converted to velocities with the
  * masses column or the standard masses), forces (R:3), masses (R:1); any
- * other column is kept verbatim as an mdf_extra_column. Without Properties,
+ * other column is kept verbatim as an mdf_extra_column (batches read
+ * frozen atoms from "fixed" and ASE's "move_mask", L:1 or L:3: see
+ * mdf_batch_set_frozen). velocities_unit, which the writer
+ * writes, must be "sqrt(eV/amu)" (ASE's unit, that of the velocities
+ * column): another value is an error. Without Properties,
  * the columns are species:S:1:pos:R:3. Symbols are capitalised as ASE does
  * ("si" reads as Si).
  *
- * Writing: the same layout as ASE, with numbers in 16 significant digits
+ * Writing: the same layout as ASE (velocities_unit=sqrt(eV/amu) after
+ * energy when the frame has velocities), with numbers in 16 significant digits
  * (trailing zeros dropped: 0.1 is "0.1"), or 17 where 16 would not read back
  * to the identical double, so a write/read round trip is exact.
  *
