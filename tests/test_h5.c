@@ -842,7 +842,7 @@ static void test_h5md(void **state)
 {
     (void)state;
     h5md_case(path_of("traj_all.h5md"), 0, path_of("traj_all.json"));
-    run_script(python_h5py, "h5md_check.py", path_of("traj_all.json"), NULL, NULL);
+    run_script(python_mda, "h5md_check.py", path_of("traj_all.json"), NULL, NULL);
     h5md_case(path_of("traj_{id}.h5md"), 1, path_of("traj_split.json"));
     run_script(python_mda, "h5md_check.py", path_of("traj_split.json"), NULL, NULL);
     /* errors */
