@@ -5,7 +5,10 @@
  * velocity and force (time-dependent elements sharing one step and one time
  * dataset through hard links), box (edges time-dependent when the system
  * has a cell), species and mass; observables potential_energy and
- * kinetic_energy. /mdflow/write_order records every frame in write order
+ * kinetic_energy (under /observables in a file of one system, under
+ * /mdflow/observables/system_<id> in a shared file, where MDAnalysis would
+ * trip on them). particles/trajectory links to a file's first system, the
+ * group MDAnalysis reads. /mdflow/write_order records every frame in write order
  * (global frame index, system id, status): what mdf_h5md_length, _truncate
  * and _read_frame use. A path holding "{id}" writes one file per system.
  *

@@ -93,6 +93,11 @@ run "$MDFLOW" relax --input in.xyz $LJ --trajectory t0.xyz --trajectory-every 0
 if [ "$rc" -eq 2 ] && [ -z "$(missing_in_stderr "--trajectory-every must be >= 1")" ]; then
     pass "--trajectory-every 0: status 2"
 else fail "--trajectory-every 0: status 2" "status $rc" "$(cat "$T/stderr")"; fi
+cp in.xyz in.keep
+run "$MDFLOW" md --input in.xyz $LJ --steps 2 --trajectory ./in.xyz
+if [ "$rc" -eq 2 ] && [ -z "$(missing_in_stderr "--trajectory")" ] && cmp -s in.xyz in.keep; then
+    pass "--trajectory naming the input: status 2, the input untouched"
+else fail "--trajectory naming the input: status 2, the input untouched" "status $rc" "$(cat "$T/stderr")"; fi
 for cmd in md relax; do
     run "$MDFLOW" "$cmd" --help
     if grep -F -- '--trajectory FILE' "$T/stdout" >/dev/null && grep -F -- '--trajectory-every N' "$T/stdout" >/dev/null; then

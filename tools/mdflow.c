@@ -1091,7 +1091,7 @@ static void usage_run(FILE *fp)
             "cutoff max(rc_A, rc_B), not LAMMPS's arithmetic (rc_A + rc_B)/2; an npt stage changes the\n"
             "volume of systems periodic in x, y and z only, the others run at constant volume (NVT).\n\n"
             "output.snapshots, by reader: FILE.h5 (structure datasets: h5py, or a workflow's input),\n"
-            "FILE.h5md (one H5MD file, every system: h5py; MDAnalysis cannot read it),\n"
+            "FILE.h5md (one H5MD file, every system: h5py; MDAnalysis opens the first system written),\n"
             "\"traj_{id}.h5md\" (one H5MD file per system: MDAnalysis, mda.Universe(\"traj_7.h5md\")).\n",
             MDF_DEFAULT_WORKFLOW, MDF_PKGDATADIR);
 }
