@@ -8,7 +8,8 @@
 # last step), the last frame equal to --output, times step x dt, velocities
 # in Å/ps, MDAnalysis's box dimensions equal to ASE's cellpar() of a
 # triclinic input, masses and elements of the input through docs/hdf5.md's
-# recipe; unknown names and intervals refused with status 2.
+# recipe; the default intervals (md 10, relax 1); unknown names, intervals
+# and a trajectory over the input refused with status 2.
 #
 # Needs /usr/bin/python3 with h5py, ASE and MDAnalysis; skipped without.
 set -u
@@ -40,17 +41,29 @@ for i, x in enumerate((a, b)):
 ase.io.write("in.xyz", [a, b], format="extxyz")
 PYEOF
 "$PY" make_input.py || { fail "ASE writes the input"; finish; }
-LJ="--lj-species Ar:0.0104:3.4:7.0 --lj-species Kr:0.014:3.65:7.0"
+# mdflow_lj CMD ARGS...: mdflow CMD with Lennard-Jones parameters for Ar and Kr
+mdflow_lj() {
+    sub=$1
+    shift
+    "$MDFLOW" "$sub" --lj-species Ar:0.0104:3.4:7.0 --lj-species Kr:0.014:3.65:7.0 "$@"
+}
 
 # traj_case CMD FORM TRAJ EVERY CHECKER_DT ARGS...: runs mdflow CMD with
-# --trajectory TRAJ --trajectory-every EVERY and checks the trajectory.
+# --trajectory TRAJ --trajectory-every EVERY and checks the trajectory;
+# EVERY "default=N": without --trajectory-every, expecting N.
 traj_case() {
     cmd=$1 form=$2 traj=$3 every=$4 dt=$5
     shift 5
     rm -f out.xyz
-    # shellcheck disable=SC2086
-    run "$MDFLOW" "$cmd" --input in.xyz $LJ --output out.xyz --trajectory "$traj" --trajectory-every "$every" "$@"
-    what="mdflow $cmd $* --trajectory $traj --trajectory-every $every"
+    case $every in
+    default=*)
+        every=${every#default=}
+        what="mdflow $cmd $* --trajectory $traj (every $every steps by default)"
+        run mdflow_lj "$cmd" --input in.xyz --output out.xyz --trajectory "$traj" "$@" ;;
+    *)
+        what="mdflow $cmd $* --trajectory $traj --trajectory-every $every"
+        run mdflow_lj "$cmd" --input in.xyz --output out.xyz --trajectory "$traj" --trajectory-every "$every" "$@" ;;
+    esac
     if [ "$rc" -ne 0 ]; then
         fail "$what" "exit status $rc"
         show stderr "$T/stderr"
@@ -76,25 +89,29 @@ run "$PY" -c 'import ase.io; print(sorted({a.info["mdf_step"] for a in ase.io.re
 if [ "$(cat "$T/stdout")" = "[0, 5, 10, 15, 20, 22]" ]; then pass "md --steps 22 --trajectory-every 5: steps 0 5 10 15 20 22"
 else fail "md --steps 22 --trajectory-every 5: steps 0 5 10 15 20 22" "got $(cat "$T/stdout")"; fi
 
+# The default intervals: md 10, relax 1 (as --log-every)
+traj_case md xyz default_md.xyz default=10 2 --steps 20 --dt 2 --temperature 60 --quiet
+traj_case relax xyz default_relax.xyz default=1 1 --max-steps 30
+
 # Relaxations: the first system converges at step 0, the second later (30
 # steps) or not at all (6 steps: its frames end at step 6, status 0).
-traj_case relax split rtraj_{id}.h5md 4 1 --max-steps 30
+traj_case relax split "rtraj_{id}.h5md" 4 1 --max-steps 30
 traj_case relax xyz rtraj.xyz 4 1 --max-steps 30
 traj_case relax shared rtraj6.h5md 4 1 --max-steps 6
 if grep -F 'mdf_step=6 mdf_status=0' out.xyz >/dev/null; then pass "relax --max-steps 6: a system left unconverged at step 6"
 else fail "relax --max-steps 6: a system left unconverged at step 6" "$(grep -o 'mdf_step=[0-9]* mdf_status=[0-9]' out.xyz)"; fi
 
 # Refused names and intervals.
-run "$MDFLOW" md --input in.xyz $LJ --steps 2 --trajectory traj.dcd
+run mdflow_lj md --input in.xyz --steps 2 --trajectory traj.dcd
 if [ "$rc" -eq 2 ] && [ -z "$(missing_in_stderr "'traj.dcd'" "FILE.h5md" "FILE.xyz")" ] && [ ! -e traj.dcd ]; then
     pass "--trajectory traj.dcd: status 2, the formats named"
 else fail "--trajectory traj.dcd: status 2, the formats named" "status $rc" "$(cat "$T/stderr")"; fi
-run "$MDFLOW" relax --input in.xyz $LJ --trajectory t0.xyz --trajectory-every 0
+run mdflow_lj relax --input in.xyz --trajectory t0.xyz --trajectory-every 0
 if [ "$rc" -eq 2 ] && [ -z "$(missing_in_stderr "--trajectory-every must be >= 1")" ]; then
     pass "--trajectory-every 0: status 2"
 else fail "--trajectory-every 0: status 2" "status $rc" "$(cat "$T/stderr")"; fi
 cp in.xyz in.keep
-run "$MDFLOW" md --input in.xyz $LJ --steps 2 --trajectory ./in.xyz
+run mdflow_lj md --input in.xyz --steps 2 --trajectory ./in.xyz
 if [ "$rc" -eq 2 ] && [ -z "$(missing_in_stderr "--trajectory")" ] && cmp -s in.xyz in.keep; then
     pass "--trajectory naming the input: status 2, the input untouched"
 else fail "--trajectory naming the input: status 2, the input untouched" "status $rc" "$(cat "$T/stderr")"; fi
