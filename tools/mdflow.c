@@ -854,7 +854,7 @@ static void hooks_from_options(const md_options *o, FILE *thermo, int freeze, ru
     h->log_every = o->log_every;
 }
 
-static mdf_status build_stage(md_options *o, FILE *thermo, int freeze, mdf_stage **out, mdf_error *err)
+static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf_stage **out, mdf_error *err)
 {
     mdf_stage_config sc;
     mdf_stage_config_init(&sc);
