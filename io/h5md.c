@@ -5,7 +5,10 @@
  * velocity and force (time-dependent elements sharing one step and one time
  * dataset through hard links), box (edges time-dependent when the system
  * has a cell), species and mass; observables potential_energy and
- * kinetic_energy. /mdflow/write_order records every frame in write order
+ * kinetic_energy (under /observables in a file of one system, under
+ * /mdflow/observables/system_<id> in a shared file, where MDAnalysis would
+ * trip on them). particles/trajectory links to a file's first system, the
+ * group MDAnalysis reads. /mdflow/write_order records every frame in write order
  * (global frame index, system id, status): what mdf_h5md_length, _truncate
  * and _read_frame use. A path holding "{id}" writes one file per system.
  *
@@ -35,6 +38,10 @@
 #endif
 
 #define MAX_OPEN_FILES 16
+
+/* /mdflow's "version": 2 since shared files keep their observables under
+ * /mdflow/observables (1: under /observables/system_<id>) */
+#define MDF_H5MD_LAYOUT 2
 
 /* value datasets of a system, in write order (position last) */
 enum { V_STEP, V_TIME, V_PE, V_KE, V_EDGES, V_VEL, V_FRC, V_POS, NV };
@@ -127,10 +134,14 @@ static int match_id(const char *pattern, const char *name, int64_t *id)
     return *name == '\0' && have;
 }
 
+/* Observables: flat under /observables in a file of one system. A file of
+ * many systems keeps them under /mdflow/observables/system_<id>: MDAnalysis
+ * reads observables/<name>/value for every name in /observables, so a
+ * subgroup per system there made it fail on every shared file. */
 static void obs_path(const mdf_h5md_writer *w, int64_t id, const char *what, char *buf, size_t n)
 {
     if (w->split) snprintf(buf, n, "observables/%s", what);
-    else snprintf(buf, n, "observables/system_%lld/%s", (long long)id, what);
+    else snprintf(buf, n, "mdflow/observables/system_%lld/%s", (long long)id, what);
 }
 
 static void value_path(const mdf_h5md_writer *w, const h5sys *s, int v, char *buf, size_t n)
@@ -248,6 +259,17 @@ static void limit_open_files(mdf_h5md_writer *w)
     if (open >= MAX_OPEN_FILES && lru) file_close(w, lru);
 }
 
+/* The /mdflow group's "version" attribute (0: none). */
+static int layout_version(hid_t fid)
+{
+    int v = 0;
+    hid_t a = H5Aopen_by_name(fid, "mdflow", "version", H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0 || H5Aread(a, H5T_NATIVE_INT, &v) < 0) v = 0;
+    if (a >= 0) H5Aclose(a);
+    H5Eclear2(H5E_DEFAULT);
+    return v;
+}
+
 static mdf_status open_order(h5file *f, mdf_error *err)
 {
     if (H5Lexists(f->fid, "mdflow", H5P_DEFAULT) <= 0 ||
@@ -256,6 +278,12 @@ static mdf_status open_order(h5file *f, mdf_error *err)
                              "HDF5 file '%s' has no /h5md group or no /mdflow/write_order dataset: it is not an "
                              "H5MD file written by mdflow (give another path, or write a new file without append)",
                              f->path);
+    int version = layout_version(f->fid);
+    if (version != MDF_H5MD_LAYOUT)
+        return mdf_error_set(err, MDF_ERR_PARSE,
+                             "H5MD file '%s' has mdflow's layout version %d, this mdflow writes version %d (shared "
+                             "files moved their observables to /mdflow/observables): write a new file without "
+                             "append", f->path, version, MDF_H5MD_LAYOUT);
     f->order = H5Dopen2(f->fid, "mdflow/write_order", H5P_DEFAULT);
     if (f->order < 0) return mdf_h5_fail(err, MDF_ERR_IO, "HDF5 file '%s': cannot open /mdflow/write_order", f->path);
     return MDF_OK;
@@ -292,8 +320,8 @@ static int create_skeleton(const mdf_h5md_writer *w, hid_t fid)
 {
     int ok = 1;
     hid_t g = H5Gcreate2(fid, "h5md", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    int version[2] = {1, 0};
-    ok = ok && g >= 0 && mdf_h5_attr_int(g, "version", version, 2) >= 0;
+    int h5md_version[2] = {1, 0};
+    ok = ok && g >= 0 && mdf_h5_attr_int(g, "version", h5md_version, 2) >= 0;
     hid_t a = g >= 0 ? H5Gcreate2(g, "author", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
     const char *user = getenv("USER");
     ok = ok && a >= 0 && mdf_h5_attr_string(a, "name", user && *user ? user : "unknown") >= 0;
@@ -303,12 +331,20 @@ static int create_skeleton(const mdf_h5md_writer *w, hid_t fid)
          mdf_h5_attr_string(c, "version", PACKAGE_VERSION) >= 0;
     if (c >= 0) H5Gclose(c);
     if (g >= 0) H5Gclose(g);
-    hid_t p = H5Gcreate2(fid, "particles", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    hid_t o = H5Gcreate2(fid, "observables", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    /* particles lists its groups in creation order: MDAnalysis reads the
+     * first one it lists, which is then the first system written, the one
+     * particles/trajectory links to */
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    ok = ok && gcpl >= 0 && H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) >= 0;
+    hid_t p = ok ? H5Gcreate2(fid, "particles", H5P_DEFAULT, gcpl, H5P_DEFAULT) : -1;
+    if (gcpl >= 0) H5Pclose(gcpl);
     hid_t m = H5Gcreate2(fid, "mdflow", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t o = w->split ? H5Gcreate2(fid, "observables", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                       : (m >= 0 ? H5Gcreate2(m, "observables", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1);
     ok = ok && p >= 0 && o >= 0 && m >= 0;
-    int one = 1;
-    ok = ok && mdf_h5_attr_string(m, "format", "mdflow-h5md") >= 0 && mdf_h5_attr_int(m, "version", &one, 1) >= 0;
+    int version = MDF_H5MD_LAYOUT;
+    ok = ok && mdf_h5_attr_string(m, "format", "mdflow-h5md") >= 0 &&
+         mdf_h5_attr_int(m, "version", &version, 1) >= 0;
     hsize_t tail[1] = {3};
     hid_t d = ok ? mdf_h5_create_ext(m, "write_order", H5T_STD_I64LE, 2, tail, 0, (hsize_t)w->opt.chunk_systems,
                                      0)
@@ -411,9 +447,10 @@ static mdf_status create_system(mdf_h5md_writer *w, hid_t fid, h5sys *s, const m
     ok = ok && create_element(og, "potential_energy", sp, tp, fid, 1, NULL, 256, 0, "eV") == 0;
     ok = ok && create_element(og, "kinetic_energy", sp, tp, fid, 1, NULL, 256, 0, "eV") == 0;
     if (og >= 0) H5Gclose(og);
-    /* one system per file: readers that take particles/trajectory
-     * (MDAnalysis.Universe(path) without a topology) find it there too */
-    if (ok && w->split)
+    /* readers that take particles/trajectory (MDAnalysis.Universe(path)
+     * without a topology counts the atoms there) find the file's first
+     * system there: its only one, or the first written to a shared file */
+    if (ok && H5Lexists(fid, "particles/trajectory", H5P_DEFAULT) <= 0)
         ok = H5Lcreate_hard(fid, gp, fid, "particles/trajectory", H5P_DEFAULT, H5P_DEFAULT) >= 0;
     if (!ok)
         return mdf_h5_fail(err, MDF_ERR_IO, "H5MD file '%s': cannot create the groups of system %lld (%s)",

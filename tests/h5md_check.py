@@ -11,7 +11,9 @@ every element, species, mass, observables) and every value. For one file
 per system ("{id}" in the path), MDAnalysis as well: Universe(path) and the
 H5MDReader give the positions, velocities, forces, box dimensions and times
 that were written (in MDAnalysis units: Angstrom, ps, Angstrom/ps,
-kJ/(mol Angstrom)). Exits 77 when h5py (or, for split files, MDAnalysis) is
+kJ/(mol Angstrom)), and masses and elements once added from
+particles/trajectory (docs/hdf5.md). Of a file of many systems, MDAnalysis
+reads the first system written. Exits 77 when h5py or MDAnalysis is
 missing."""
 import json
 import math
@@ -78,7 +80,13 @@ def check_file(path, sysid, frames, split):
                 fail(f"system {sysid}: {el} shape {g[el]['value'].shape}, {len(frames)} frames of {n} atoms")
             if g[el]["step"].shape != (len(frames),) or g[el]["time"].shape != (len(frames),):
                 fail(f"system {sysid}: {el} step/time shapes")
-        obs = f["observables"] if split else f[f"observables/system_{sysid}"]
+        if split:
+            obs = f["observables"]
+        else:
+            # MDAnalysis reads observables/<name>/value for every name there
+            if "observables" in f and len(f["observables"]):
+                fail(f"{path}: a shared file has /observables members {list(f['observables'])}")
+            obs = f[f"mdflow/observables/system_{sysid}"]
         for k, fr in enumerate(frames):
             if g["position/step"][k] != fr["step"] or g["position/time"][k] != fr["time"]:
                 fail(f"system {sysid} frame {k}: step/time")
@@ -101,14 +109,35 @@ def check_file(path, sysid, frames, split):
             fail(f"{path}: write_order holds other systems")
 
 
-def check_mdanalysis(path, frames):
+def check_mdanalysis(path, frames, split):
+    """MDAnalysis reads the file's first particle group, and of a shared
+    file that is the first system written (frames: that system's)"""
     try:
         import MDAnalysis as mda
         from MDAnalysis.coordinates.H5MD import H5MDReader
+        from MDAnalysis.exceptions import NoDataError
+        from MDAnalysis.topology.tables import Z2SYMB
     except ImportError:
         sys.exit(77)
     n = len(frames[0]["numbers"])
     u = mda.Universe(path)
+    # MDAnalysis 2.4 has no H5MD topology parser: no masses or elements
+    # unless added from the file (docs/hdf5.md's recipe)
+    try:
+        u.atoms.masses
+        fail(f"{path}: MDAnalysis found masses without a topology: update docs/hdf5.md")
+    except NoDataError:
+        pass
+    with h5py.File(path, "r") as f:
+        g = f["particles/trajectory"]
+        u.add_TopologyAttr("masses", g["mass"][:])
+        u.add_TopologyAttr("elements", [Z2SYMB[z] for z in g["species"][:]])
+        if g != f["particles"][list(f["particles"])[0]]:
+            fail(f"{path}: particles/trajectory is not the first particle group MDAnalysis lists")
+    if not np.array_equal(u.atoms.masses, frames[0]["masses"]):
+        fail(f"{path}: masses {u.atoms.masses}, expected {frames[0]['masses']}")
+    if list(u.atoms.elements) != [Z2SYMB[z] for z in frames[0]["numbers"]]:
+        fail(f"{path}: elements {u.atoms.elements}")
     r = H5MDReader(path)
     for reader in (u.trajectory, r):
         if reader.n_frames != len(frames) or reader.n_atoms != n:
@@ -126,7 +155,9 @@ def check_mdanalysis(path, frames):
                 fail(f"{path} frame {k}: MDAnalysis time {ts.time} ps, expected {fr['time'] / 1000.0}")
             if ts.data["step"] != fr["step"]:
                 fail(f"{path} frame {k}: MDAnalysis step")
-            if abs(ts.data["potential_energy"] - fr["energy"]) > 1e-12 * abs(fr["energy"]):
+            if not split and "potential_energy" in ts.data:
+                fail(f"{path} frame {k}: MDAnalysis found a potential energy in a shared file")
+            if split and abs(ts.data["potential_energy"] - fr["energy"]) > 1e-12 * abs(fr["energy"]):
                 fail(f"{path} frame {k}: MDAnalysis potential_energy")
             if fr["has_cell"]:
                 want = cell_dimensions(np.array(fr["cell"]).reshape(3, 3))
@@ -147,7 +178,7 @@ def main():
         for sysid, frs in by_sys.items():
             check_file(path.replace("{id}", str(sysid)), sysid, frs, True)
         for sysid, frs in by_sys.items():
-            check_mdanalysis(path.replace("{id}", str(sysid)), frs)
+            check_mdanalysis(path.replace("{id}", str(sysid)), frs, True)
     else:
         for sysid, frs in by_sys.items():
             check_file(path, sysid, frs, False)
@@ -159,6 +190,7 @@ def main():
                 fail(f"{path}: write_order indices")
             if [int(r[2]) for r in wo] != [fr["status"] for fr in frames]:
                 fail(f"{path}: write_order statuses")
+        check_mdanalysis(path, by_sys[frames[0]["id"]], False)
     print(f"h5md_check.py: {path}: {len(frames)} frames of {len(by_sys)} systems match")
 
 

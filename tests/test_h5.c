@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <hdf5.h>
+
 #include "mdflow/frame.h"
 #include "mdflow/sink.h"
 #include "mdflow/units.h"
@@ -842,7 +844,7 @@ static void test_h5md(void **state)
 {
     (void)state;
     h5md_case(path_of("traj_all.h5md"), 0, path_of("traj_all.json"));
-    run_script(python_h5py, "h5md_check.py", path_of("traj_all.json"), NULL, NULL);
+    run_script(python_mda, "h5md_check.py", path_of("traj_all.json"), NULL, NULL);
     h5md_case(path_of("traj_{id}.h5md"), 1, path_of("traj_split.json"));
     run_script(python_mda, "h5md_check.py", path_of("traj_split.json"), NULL, NULL);
     /* errors */
@@ -889,6 +891,35 @@ static void test_h5md(void **state)
     mdf_error_clear(&err);
     assert_int_equal(mdf_h5md_open(path_of("structures_not_h5md.h5"), &o, &w, &err), MDF_ERR_PARSE);
     assert_non_null(strstr(err.message, "not an H5MD file"));
+    /* a file of mdflow's layout 1 (observables under /observables/system_<id>)
+     * is refused on append, not continued in a mix of both layouts */
+    o.append = 0;
+    TU_CALL(mdf_h5md_open, path_of("layout1.h5md"), &o, &w);
+    traj_snap(&b, 0, 1);
+    TU_CALL(mdf_h5md_append, w, &b.s, 0, 1);
+    free_snap(&b);
+    TU_CALL(mdf_h5md_close, w);
+    /* rewrite /mdflow's version as 1 (deleted and created again: HDF5 1.10
+     * could not write the attribute in place) */
+    hid_t f = H5Fopen(path_of("layout1.h5md"), H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t g = f >= 0 ? H5Gopen2(f, "mdflow", H5P_DEFAULT) : -1;
+    hid_t sp = H5Screate(H5S_SCALAR);
+    int one = 1;
+    hid_t a = g >= 0 && H5Adelete(g, "version") >= 0 ? H5Acreate2(g, "version", H5T_STD_I32LE, sp, H5P_DEFAULT,
+                                                                   H5P_DEFAULT)
+                                                      : -1;
+    if (a < 0 || H5Awrite(a, H5T_NATIVE_INT, &one) < 0) {
+        H5Eprint2(H5E_DEFAULT, stderr);
+        fail_msg("cannot set /mdflow's version of %s", path_of("layout1.h5md"));
+    }
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Gclose(g);
+    H5Fclose(f);
+    o.append = 1;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_h5md_open(path_of("layout1.h5md"), &o, &w, &err), MDF_ERR_PARSE);
+    if (!strstr(err.message, "layout version 1")) fail_msg("old layout: %s", err.message);
 }
 
 static int setup(void **state)

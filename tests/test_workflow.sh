@@ -103,7 +103,7 @@ if [ "$rc" -eq 0 ] && grep -F 'usage: mdflow run' "$T/stdout" >/dev/null; then p
     fail "mdflow run --help: exit 0, usage" "exit status $rc"; show stdout "$T/stdout"; fi
 # It says which snapshot form each reader takes (MDAnalysis: one file per system).
 if grep -F 'traj_{id}.h5md' "$T/stdout" | grep -F MDAnalysis >/dev/null && grep -F 'FILE.h5md' "$T/stdout" |
-    grep -F 'MDAnalysis cannot' >/dev/null; then pass "mdflow run --help: which snapshot form for MDAnalysis"
+    grep -F 'MDAnalysis opens the first system' >/dev/null; then pass "mdflow run --help: which snapshot form for MDAnalysis"
 else fail "mdflow run --help: which snapshot form for MDAnalysis"; show stdout "$T/stdout"; fi
 run "$MDFLOW" help
 if [ "$rc" -eq 0 ] && grep -E '^  run ' "$T/stdout" >/dev/null; then pass "mdflow help lists the run command"; else

@@ -27,6 +27,7 @@
 #include "formats.h"
 #include "paths.h"
 #include "runner.h"
+#include "trajectory.h"
 #include "workflow.h"
 #include "mdflow/mdflow.h"
 #include "mdflow/extension.h"
@@ -86,6 +87,7 @@ typedef struct md_options {
     int pressure_given;       /* --pressure seen */
     double smax;              /* GPa, with --cell */
     /* hooks */
+    runner_trajectory traj;   /* --trajectory, --trajectory-every */
     int64_t log_every;
     int nan_check, freeze;
     double max_force, drift;
@@ -109,6 +111,11 @@ static void usage_common(FILE *fp)
             "  --log FILE            per-system CSV log: step,system_id,status,energy_eV,fmax_eV_per_A,\n"
             "                        temperature_K\n"
             "  --log-every N         a CSV row per system every N steps (default: md 10, relax 1)\n"
+            "  --trajectory FILE     frames every --trajectory-every steps from step 0, and each system's\n"
+            "                        last state: FILE.h5md (H5MD; a name with {id}: a file per system,\n"
+            "                        what MDAnalysis reads), FILE.h5 (HDF5 structures), FILE.xyz\n"
+            "                        (extended XYZ, by step then system, written at the end)\n"
+            "  --trajectory-every N  steps between frames (default: md 10, relax 1)\n"
             "  --model NAME          interatomic model: lj (Lennard-Jones, default), eam:FILE (a LAMMPS\n"
             "                        EAM file; NAME:FILE is --model NAME --param file=FILE; eam/alloy:FILE,\n"
             "                        eam/fs:FILE name the file's format, plain eam takes it from the\n"
@@ -251,6 +258,7 @@ static void md_options_init(md_options *o, command cmd)
     o->max_steps = 1000;
     o->smax = 0.01;
     o->log_every = cmd == CMD_RELAX ? 1 : 10;
+    o->traj.every = cmd == CMD_RELAX ? 1 : 10;
     o->max_force = -1.0;
     o->drift = -1.0;
 }
@@ -261,7 +269,7 @@ enum {
     OPT_THERMO_FILE, OPT_SHARDS, OPT_CHUNK, OPT_WINDOW, OPT_SCHED, OPT_NCPUS, OPT_NCUDA, OPT_QUIET, OPT_HELP,
     OPT_ENSEMBLE, OPT_KEEPV, OPT_FRICTION, OPT_TAUT, OPT_CHAIN, OPT_PRESSURE, OPT_TAUP, OPT_COMPRESS, OPT_LOG,
     OPT_LOG_EVERY, OPT_NAN, OPT_MAXF, OPT_FREEZE, OPT_WRAP, OPT_DRIFT, OPT_OPTIMIZER, OPT_FMAX, OPT_DE,
-    OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN, OPT_CELL, OPT_SMAX
+    OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN, OPT_CELL, OPT_SMAX, OPT_TRAJ, OPT_TRAJ_EVERY
 };
 /* File formats (tools/formats.h). */
 enum { OPT_FORMAT = 1024, OPT_INPUT_FORMAT, OPT_LAMMPS_TYPES };
@@ -293,7 +301,8 @@ static const struct option md_long_options[] = {
     {"fmax", required_argument, 0, OPT_FMAX}, {"energy-change", required_argument, 0, OPT_DE},
     {"max-steps", required_argument, 0, OPT_MAX_STEPS}, {"param", required_argument, 0, OPT_PARAM},
     {"plugin", required_argument, 0, OPT_PLUGIN}, {"cell", no_argument, 0, OPT_CELL},
-    {"smax", required_argument, 0, OPT_SMAX}, {0, 0, 0, 0}};
+    {"smax", required_argument, 0, OPT_SMAX}, {"trajectory", required_argument, 0, OPT_TRAJ},
+    {"trajectory-every", required_argument, 0, OPT_TRAJ_EVERY}, {0, 0, 0, 0}};
 
 /* Options that belong to one command only. */
 static int option_is_md_only(int c)
@@ -407,6 +416,8 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_QUIET: o->quiet = 1; return MDF_OK;
     case OPT_LOG: o->log_file = optarg; return MDF_OK;
     case OPT_LOG_EVERY: return cli_int64("--log-every", optarg, &o->log_every, err);
+    case OPT_TRAJ: o->traj.path = optarg; return MDF_OK;
+    case OPT_TRAJ_EVERY: return cli_int64("--trajectory-every", optarg, &o->traj.every, err);
     case OPT_NAN: o->nan_check = 1; return MDF_OK;
     case OPT_MAXF: return cli_double_min("--max-force", optarg, 0.0, 1, "a force > 0 eV/Å", &o->max_force, err);
     case OPT_FREEZE: o->freeze = 1; return MDF_OK;
@@ -727,6 +738,7 @@ static int parse_options(int argc, char **argv, md_options *o, mdf_error *err)
         st = mdf_error_set(err, MDF_ERR_INVALID, "--input is required (see mdflow %s --help)", cmd);
     if (st == MDF_OK && o->shards < 0) st = mdf_error_set(err, MDF_ERR_INVALID, "--shards must be >= 0");
     if (st == MDF_OK && o->log_every < 1) st = mdf_error_set(err, MDF_ERR_INVALID, "--log-every must be >= 1");
+    if (st == MDF_OK) st = trajectory_check(o->traj.path, o->traj.every, err);
     const mdf_method *named = o->cmd == CMD_RELAX ? mdf_method_find(o->optimizer) : NULL;
     if (named && (named->flags & MDF_METHOD_CELL)) o->cell = 1; /* --optimizer fire_cell: --cell implied */
     if (st == MDF_OK && o->cmd == CMD_RELAX && o->pressure_given && !o->cell)
@@ -905,6 +917,8 @@ static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf
     runner_hooks hooks;
     hooks_from_options(o, thermo, freeze, &hooks);
     if (st == MDF_OK) st = runner_add_hooks(*out, 0, &hooks, err);
+    if (st == MDF_OK && o->traj.sink) /* relax: the step each system converged at too */
+        st = trajectory_add_hooks(*out, o->traj.sink, o->traj.every, o->cmd == CMD_RELAX, err);
     if (st != MDF_OK) {
         mdf_stage_destroy(*out);
         *out = NULL;
@@ -919,7 +933,8 @@ static mdf_status check_files(const md_options *o, mdf_error *err)
     const path_role roles[] = {{"--input", o->input, 0, 0},
                                {"--output", o->output, 1, 0},
                                {"--log", o->log_file, 1, 0},
-                               {"--thermo-file", o->cmd == CMD_MD ? o->thermo_file : NULL, 1, 0}};
+                               {"--thermo-file", o->cmd == CMD_MD ? o->thermo_file : NULL, 1, 0},
+                               {"--trajectory", o->traj.path, 1, 0}};
     size_t n = sizeof roles / sizeof roles[0];
     mdf_status st = paths_check_distinct(NULL, roles, n, err);
     if (st == MDF_OK) st = paths_check_writable(NULL, roles, n, err);
@@ -964,10 +979,14 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     if (st == MDF_OK && o->cmd == CMD_MD && o->temperature >= 0.0 && !o->keep_velocities)
         st = mdf_batch_thermalize(batch, o->temperature, (uint64_t)o->seed, 0, err);
     int freeze = o->freeze || runner_frames_have_frozen(&frames);
+    if (st == MDF_OK)
+        st = trajectory_open(&o->traj, batch, o->cmd == CMD_RELAX ? o->max_steps : o->md.steps, err);
     if (st == MDF_OK) st = build_stage(o, thermo.fp, freeze, &stage, err);
     mdf_stage_report report;
     memset(&report, 0, sizeof report);
     if (st == MDF_OK) st = mdf_stage_run(stage, batch, model, &report, err);
+    if (st == MDF_OK)
+        st = trajectory_finish(&o->traj, batch, o->cmd == CMD_RELAX ? o->md.params.dt_fs : o->md.dt_fs, err);
     /* Write what there is also after a run stopped by a hook: it says where. */
     if (batch && o->output && (st == MDF_OK || err->code == MDF_ERR_PHYSICS)) {
         mdf_error werr;
@@ -981,6 +1000,7 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     if (st == MDF_OK && o->cmd == CMD_RELAX) print_relax_result(batch, o, &report);
     if (st == MDF_OK) print_summary(batch, &report);
     mdf_stage_destroy(stage);
+    st = trajectory_close(&o->traj, st, err);
     mdf_batch_destroy(batch);
     mdf_model_destroy(model);
     if (started) mdf_runtime_stop();
@@ -1108,7 +1128,7 @@ static void usage_run(FILE *fp)
             "cutoff max(rc_A, rc_B), not LAMMPS's arithmetic (rc_A + rc_B)/2; an npt stage changes the\n"
             "volume of systems periodic in x, y and z only, the others run at constant volume (NVT).\n\n"
             "output.snapshots, by reader: FILE.h5 (structure datasets: h5py, or a workflow's input),\n"
-            "FILE.h5md (one H5MD file, every system: h5py; MDAnalysis cannot read it),\n"
+            "FILE.h5md (one H5MD file, every system: h5py; MDAnalysis opens the first system written),\n"
             "\"traj_{id}.h5md\" (one H5MD file per system: MDAnalysis, mda.Universe(\"traj_7.h5md\")).\n",
             MDF_DEFAULT_WORKFLOW, MDF_PKGDATADIR);
 }

@@ -13,6 +13,7 @@
 #include "formats.h"
 #include "paths.h"
 #include "runner.h"
+#include "trajectory.h"
 #include "workflow.h"
 
 /* Final frames as systems leave the run (mdf_exit_fn). */
@@ -140,14 +141,7 @@ typedef struct run_sinks {
  * system that moved on. */
 static mdf_status add_snapshot_hooks(const mdf_workflow *wf, int k, mdf_sink *sink, mdf_stage *s, mdf_error *err)
 {
-    mdf_hook *h = NULL;
-    mdf_status st = mdf_hook_create_snapshot(sink, wf->snapshot_every, &h, err);
-    if (st == MDF_OK) st = mdf_stage_add_hook(s, h, err);
-    if (st == MDF_OK && k == wf->ncomp - 1) {
-        st = mdf_hook_create_converged_snapshot(sink, &h, err);
-        if (st == MDF_OK) st = mdf_stage_add_hook(s, h, err);
-    }
-    return st;
+    return trajectory_add_hooks(s, sink, wf->snapshot_every, k == wf->ncomp - 1, err);
 }
 
 static mdf_status add_sink_hooks(const mdf_workflow *wf, int k, const run_sinks *sk, mdf_stage *s, mdf_error *err)

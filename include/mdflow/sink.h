@@ -86,8 +86,9 @@ mdf_status mdf_sink_create_hdf5(const char *path, const mdf_h5_options *opt, mdf
 /* An H5MD 1.0 trajectory: one particle group per system ("system_<id>"),
  * position, velocity and force with step, time and value, the box, species
  * and masses; observables potential_energy, kinetic_energy. A path holding
- * "{id}" writes one file per system instead (what readers that take the first
- * particle group, such as MDAnalysis, need). */
+ * "{id}" writes one file per system instead (readers that take the first
+ * particle group, such as MDAnalysis, see the first system written of a
+ * shared file only). */
 mdf_status mdf_sink_create_h5md(const char *path, const mdf_h5_options *opt, mdf_sink **out, mdf_error *err);
 
 /* Chains sinks: writes go to the first with room. The chain takes the sinks
