@@ -215,6 +215,9 @@ static void usage_main(FILE *fp)
             "  methods    the registered integrators and optimisers with their parameters (NAME, default,\n"
             "             range, unit; set with --param NAME=VALUE or a stage's params:)\n"
             "  models     the registered models with their parameters (scalar, per element, per pair)\n"
+            "  plot       a PNG of a --log CSV: mdflow plot LOG.csv [-o OUT.png] (mdflow plot --help)\n"
+            "  version    the version of mdflow, of its plugin API and of StarPU, and CUDA yes/no\n"
+            "             (also --version)\n"
             "  help       this text\n\n"
             "methods and models accept --plugin PATH.so (repeatable), as md, relax and run do; every\n"
             "command also loads the plugins MDFLOW_PLUGIN_PATH names (':'-separated .so files or folders).\n");
@@ -380,7 +383,7 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_SHARDS: return cli_int64("--shards", optarg, &o->shards, err);
     case OPT_CHUNK: return int_option("--chunk-atoms", optarg, &o->md.chunk_atoms, err);
     case OPT_WINDOW: return int_option("--window", optarg, &o->md.window, err);
-    case OPT_SCHED: o->sched = optarg; return MDF_OK;
+    case OPT_SCHED: o->sched = optarg; return mdf_runtime_check_sched(optarg, "--sched", err);
     case OPT_NCPUS: return cli_int64_range("--ncpus", optarg, 0, INT_MAX, "a worker count >= 0", &o->ncpus, err);
     case OPT_NCUDA: return cli_int64_range("--ncuda", optarg, 0, INT_MAX, "a worker count >= 0", &o->ncuda, err);
     case OPT_QUIET: o->quiet = 1; return MDF_OK;
@@ -890,6 +893,19 @@ static mdf_status check_files(const md_options *o, mdf_error *err)
     return st;
 }
 
+/* Elements of the input the model has no parameters for are refused
+ * (runner_check_model_elements: argon's defaults are argon's only). */
+static mdf_status check_model_elements(const md_options *o, const mdf_frame_list *frames, mdf_error *err)
+{
+    char where[4200];
+    snprintf(where, sizeof where, "--input %s", o->input);
+    return runner_check_model_elements(&o->model_cfg, frames, where,
+                                       "--lj-species SYM:EPSILON:SIGMA:CUTOFF for each element, --lj-epsilon E "
+                                       "--lj-sigma S for every element, or another model: --model eam:FILE, "
+                                       "--model kim:NAME",
+                                       err);
+}
+
 static mdf_status run_command(md_options *o, mdf_error *err)
 {
     mdf_frame_list frames;
@@ -898,6 +914,7 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     if (st == MDF_OK) st = mdf_xyz_read(o->input, &frames, err);
     if (st == MDF_OK && frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s holds no structure", o->input);
+    if (st == MDF_OK) st = check_model_elements(o, &frames, err);
     if (st == MDF_OK) runner_warn_mixed_cutoffs(&o->model_cfg, "--lj-pair A:B:EPSILON:SIGMA:RC");
     if (st == MDF_OK && o->cmd == CMD_MD) {
         char where[160];
@@ -1126,7 +1143,7 @@ static int run_workflow_command(int argc, char **argv)
            is_default ? "default workload, workflow" : "workflow", file, comp, wf.input,
            sequential ? "stages in sequence on static batches" : "inflight batching",
            (long long)wf.sampler.max_atoms);
-    if (check_only) return 0;
+    if (check_only) return wf_check_input(&wf, &err) == MDF_OK ? 0 : fail(&err);
     fflush(stdout);
     return wf_run(&wf, &err) == MDF_OK ? 0 : fail(&err);
 }
@@ -1159,6 +1176,24 @@ static int listing_command(int argc, char **argv, void (*print)(void))
     return 0;
 }
 
+/* mdflow --version: what this program is and what it runs on. */
+static int print_version(void)
+{
+    mdf_runtime_versions_info v;
+    mdf_runtime_versions(&v);
+#ifdef MDF_USE_CUDA
+    const char *cuda = "yes";
+#else
+    const char *cuda = "no";
+#endif
+    printf("mdflow %s\n", PACKAGE_VERSION);
+    printf("plugin API version %d (MDFLOW_API_VERSION)\n", MDFLOW_API_VERSION);
+    printf("StarPU %d.%d.%d (built against), %d.%d.%d (running)\n", v.built[0], v.built[1], v.built[2],
+           v.running[0], v.running[1], v.running[2]);
+    printf("CUDA %s (StarPU %s CUDA)\n", cuda, v.starpu_cuda ? "with" : "without");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     mdf_error err;
@@ -1170,6 +1205,7 @@ int main(int argc, char **argv)
         usage_main(stdout);
         return 0;
     }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) return print_version();
     /* MDFLOW_PLUGIN_PATH first, for every command: its entries are then
      * names like the built-ins'. */
     if (mdf_plugin_load_env(&err) != MDF_OK) return fail(&err);

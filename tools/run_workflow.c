@@ -75,6 +75,13 @@ static mdf_status at_line(mdf_error *err, const mdf_workflow *wf, int line, cons
 
 /* ---- the model ------------------------------------------------------------------------ */
 
+/* The input dataset: extended XYZ, or CSR structure datasets (HDF5). */
+static mdf_status read_input(const mdf_workflow *wf, mdf_frame_list *frames, mdf_error *err)
+{
+    if (wf_hdf5_kind(wf->input) == 1) return mdf_read_hdf5_structures(wf->input, frames, err);
+    return mdf_xyz_read(wf->input, frames, err);
+}
+
 /* With model.species, every element of the input must be listed. */
 static mdf_status check_species(const mdf_workflow *wf, const mdf_frame_list *frames, mdf_error *err)
 {
@@ -91,6 +98,32 @@ static mdf_status check_species(const mdf_workflow *wf, const mdf_frame_list *fr
                                  sym ? sym : "?", wf->model.name);
         }
     return MDF_OK;
+}
+
+/* Every element of the input has parameters somebody chose: model.species
+ * lists it, or the model's own rule (runner_check_model_elements). */
+static mdf_status check_model_elements(const mdf_workflow *wf, const mdf_frame_list *frames, mdf_error *err)
+{
+    char where[8400];
+    snprintf(where, sizeof where, "%s:%d: input %s", wf->path, wf->model_line > 0 ? wf->model_line : 1, wf->input);
+    mdf_status st = check_species(wf, frames, err);
+    if (st == MDF_OK)
+        st = runner_check_model_elements(&wf->model, frames, where,
+                                         "model: {type: lj, species: [{element: X, epsilon: E, sigma: S}, ...]} "
+                                         "for each element, model: {type: lj, params: {epsilon: E, sigma: S}} for "
+                                         "every element, or another model (type: eam, file: FILE; type: kim:NAME)",
+                                         err);
+    return st;
+}
+
+mdf_status wf_check_input(const mdf_workflow *wf, mdf_error *err)
+{
+    mdf_frame_list frames;
+    mdf_frame_list_init(&frames);
+    mdf_status st = read_input(wf, &frames, err);
+    if (st == MDF_OK) st = check_model_elements(wf, &frames, err);
+    mdf_frame_list_free(&frames);
+    return st;
 }
 
 /* The stage's hooks by registered name, in the order listed. */
@@ -435,13 +468,6 @@ typedef struct run_state {
     run_sinks sinks;
 } run_state;
 
-/* The input dataset: extended XYZ, or CSR structure datasets (HDF5). */
-static mdf_status read_input(const mdf_workflow *wf, mdf_frame_list *frames, mdf_error *err)
-{
-    if (wf_hdf5_kind(wf->input) == 1) return mdf_read_hdf5_structures(wf->input, frames, err);
-    return mdf_xyz_read(wf->input, frames, err);
-}
-
 /* Opens the run's HDF5 outputs (continued, not replaced, on --resume: the
  * checkpoint cuts them back to where it was taken). */
 static mdf_status open_sinks(const mdf_workflow *wf, run_sinks *sk, mdf_error *err)
@@ -482,7 +508,7 @@ static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
     if (st == MDF_OK && rs->frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: input %s holds no structure: give an extended XYZ file "
                            "with at least one frame", wf->path, wf->input_line, wf->input);
-    if (st == MDF_OK) st = check_species(wf, &rs->frames, err);
+    if (st == MDF_OK) st = check_model_elements(wf, &rs->frames, err);
     /* Every system goes through every stage: a variable-cell relaxation needs
      * them all periodic (found here, before inflight batching brings them in). */
     for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {

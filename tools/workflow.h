@@ -136,4 +136,8 @@ int wf_hdf5_kind(const char *path);
  * its systems have left, then the next batch is built (no checkpoints). */
 mdf_status wf_run(const mdf_workflow *wf, mdf_error *err);
 
+/* For --check: reads the input and checks that the model has parameters for
+ * each of its elements (what wf_run checks first), running nothing. */
+mdf_status wf_check_input(const mdf_workflow *wf, mdf_error *err);
+
 #endif
