@@ -1,0 +1,216 @@
+#!/bin/sh
+# mdflow — daily use of the command-line program (issue 20): the lj model's
+# built-in argon parameters refused for other elements, --version, the live
+# progress line, pressure and volume in thermo rows and the CSV log (against
+# LAMMPS), misspelled schedulers, and mdflow plot.
+#
+# Run by automake's harness from the build tree (MDF_TEST_SRCDIR,
+# MDF_TEST_BUILDDIR); prints "ok - ..." / "not ok - ..." per check, then
+# "N passed, M failed"; exits 0 when every check passed, else 1.
+set -u
+
+HARNESS_NAME=mdflow-cli-ux
+# shellcheck source=tests/cli_harness.sh
+. "${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}/tests/cli_harness.sh"
+SRC=${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+PY=/usr/bin/python3
+
+# expect_refusal NAME FRAGMENT...: the last run exited 2 and said every fragment on stderr.
+expect_refusal() {
+    name=$1
+    shift
+    miss=$(missing_in_stderr "$@")
+    if [ "$rc" -eq 2 ] && [ -z "$miss" ]; then pass "$name: exit 2 naming $*"; else
+        fail "$name: exit 2 naming $*" "exit status $rc" "missing: $miss"; show stderr "$T/stderr"; fi
+}
+
+# ---- A: argon's parameters are argon's -------------------------------------------------
+cat >h2o.xyz <<'XYZ'
+3
+Properties=species:S:1:pos:R:3 pbc="F F F"
+O 0.0 0.0 0.0
+H 0.96 0.0 0.0
+H -0.24 0.93 0.0
+XYZ
+cat >cu.xyz <<'XYZ'
+4
+Lattice="3.61 0 0 0 3.61 0 0 0 3.61" Properties=species:S:1:pos:R:3 pbc="T T T"
+Cu 0 0 0
+Cu 1.805 1.805 0
+Cu 1.805 0 1.805
+Cu 0 1.805 1.805
+XYZ
+run "$MDFLOW" md --input h2o.xyz --steps 10 --temperature 300
+expect_refusal "md of water with lj's defaults" "H, O" "argon" "--lj-species" "--lj-epsilon" "--model eam:FILE" "kim:NAME"
+run "$MDFLOW" relax --input cu.xyz
+expect_refusal "relax of Cu with lj's defaults" "Cu" "argon"
+run "$MDFLOW" md --input cu.xyz --steps 2 --lj-cutoff 5
+expect_refusal "a cutoff alone gives no parameters" "Cu"
+run "$MDFLOW" md --input h2o.xyz --steps 2 --lj-species O:0.0067:3.16:8 
+expect_refusal "--lj-species for O only" "H (the first in system 0)"
+run "$MDFLOW" md --input h2o.xyz --steps 2 --lj-epsilon 0.005 --lj-sigma 2.8 --quiet
+if [ "$rc" -eq 0 ]; then pass "explicit --lj-epsilon/--lj-sigma apply to every element"; else
+    fail "explicit --lj-epsilon/--lj-sigma apply to every element" "exit $rc"; show stderr "$T/stderr"; fi
+run "$MDFLOW" md --input h2o.xyz --steps 2 --param sigma=2.8 --quiet
+if [ "$rc" -eq 0 ]; then pass "--param sigma chooses for every element"; else
+    fail "--param sigma chooses for every element" "exit $rc"; show stderr "$T/stderr"; fi
+run "$MDFLOW" md --input h2o.xyz --steps 2 --lj-species O:0.0067:3.16:8 --lj-species H:0.001:2.5:6 --quiet
+if [ "$rc" -eq 0 ]; then pass "--lj-species for every element"; else
+    fail "--lj-species for every element" "exit $rc"; show stderr "$T/stderr"; fi
+run "$MDFLOW" md --input "$SRC/examples/argon_mixed.xyz" --steps 2 --quiet
+if [ "$rc" -eq 0 ]; then pass "argon runs with the defaults"; else
+    fail "argon runs with the defaults" "exit $rc"; show stderr "$T/stderr"; fi
+
+cat >wf-cu.yaml <<'YAML'
+input: cu.xyz
+stages: {relax: {method: fire, fmax: 0.05, steps: 5}}
+sampler: {max_atoms: 100}
+YAML
+run "$MDFLOW" run --check wf-cu.yaml
+expect_refusal "run --check of a Cu dataset without a model" "wf-cu.yaml:1:" "Cu" "argon" "species"
+run "$MDFLOW" run wf-cu.yaml
+expect_refusal "run of a Cu dataset without a model" "Cu" "argon"
+cat >wf-cu-params.yaml <<'YAML'
+input: cu.xyz
+model:
+  type: lj
+  params: {epsilon: 0.4, sigma: 2.3}
+stages: {relax: {method: fire, fmax: 0.05, steps: 5}}
+sampler: {max_atoms: 100}
+YAML
+run "$MDFLOW" run --check wf-cu-params.yaml
+if [ "$rc" -eq 0 ]; then pass "run --check with model params for every element"; else
+    fail "run --check with model params for every element" "exit $rc"; show stderr "$T/stderr"; fi
+run "$MDFLOW" run --check
+if [ "$rc" -eq 0 ]; then pass "the built-in workflow (argon) passes --check"; else
+    fail "the built-in workflow (argon) passes --check" "exit $rc"; show stderr "$T/stderr"; fi
+
+# ---- B: --version ----------------------------------------------------------------------
+pkgver=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"/\1/p' "$builddir/config.h")
+apiver=$(sed -n 's/^#define MDFLOW_API_VERSION \([0-9]*\).*/\1/p' "$SRC/include/mdflow/extension.h")
+spver=$(pkg-config --modversion starpu-1.4 2>/dev/null || pkg-config --modversion starpu-1.3 2>/dev/null)
+for form in --version version; do
+    run "$MDFLOW" $form
+    first=$(head -n 1 "$T/stdout")
+    if [ "$rc" -eq 0 ] && [ "$first" = "mdflow $pkgver" ] && grep -q "API version $apiver\b" "$T/stdout" \
+        && grep -q "StarPU $spver (built against)" "$T/stdout" && grep -Eq "^CUDA (yes|no)" "$T/stdout"; then
+        pass "mdflow $form: mdflow $pkgver, API $apiver, StarPU $spver, CUDA"
+    else fail "mdflow $form: mdflow $pkgver, API $apiver, StarPU $spver, CUDA" "exit $rc"; show stdout "$T/stdout"; fi
+done
+
+# ---- E: misspelled schedulers ------------------------------------------------------------
+ar=$SRC/examples/argon_mixed.xyz
+run "$MDFLOW" md --input "$ar" --steps 2 --sched lws2
+expect_refusal "--sched lws2" "'lws2'" "--sched" "eager" "dmda" "lws"
+run "$MDFLOW" relax --input "$ar" --sched nonesuch
+expect_refusal "relax --sched nonesuch" "'nonesuch'" "dmda"
+STARPU_SCHED=foo run "$MDFLOW" md --input "$ar" --steps 2
+expect_refusal "STARPU_SCHED=foo" "STARPU_SCHED" "'foo'" "dmda"
+cat >wf-sched.yaml <<YAML
+input: $ar
+stages: {relax: {method: fire, fmax: 0.05, steps: 5}}
+sampler: {max_atoms: 2000}
+scheduler:
+  name: foo
+YAML
+run "$MDFLOW" run --check wf-sched.yaml
+expect_refusal "scheduler: {name: foo} at --check" "wf-sched.yaml:5:" "'foo'" "eager" "dmda"
+run "$MDFLOW" md --input "$ar" --steps 2 --sched eager --quiet
+if [ "$rc" -eq 0 ]; then pass "--sched eager runs"; else fail "--sched eager runs" "exit $rc"; show stderr "$T/stderr"; fi
+
+# ---- D: pressure and volume against LAMMPS -----------------------------------------------
+# A strained, shaken argon crystal with velocities: mdflow's step-0 pressure
+# (CSV log, thermo rows) against LAMMPS's thermo press on the same atoms.
+if ! command -v lmp >/dev/null 2>&1 || ! "$PY" -c "import ase" 2>/dev/null; then
+    echo "# SKIP pressure against LAMMPS: lmp or ase missing"
+else
+    "$PY" - <<'PYEOF'
+import numpy as np
+from ase.lattice.cubic import FaceCenteredCubic
+from ase import units
+from ase.data import atomic_masses
+rng = np.random.default_rng(7)
+a = FaceCenteredCubic("Ar", latticeconstant=5.1, size=(4, 4, 4), pbc=True)
+a.positions += rng.normal(0.0, 0.08, a.positions.shape)
+v = rng.normal(0.0, 0.004, a.positions.shape)  # Å per ASE time unit (mdflow's)
+with open("crystal.xyz", "w") as f:
+    c = a.cell.array
+    f.write("%d\nLattice=\"%s\" Properties=species:S:1:pos:R:3:velocities:R:3 pbc=\"T T T\"\n"
+            % (len(a), " ".join("%.17g" % x for x in c.flat)))
+    for p, w in zip(a.positions, v):
+        f.write("Ar %.17g %.17g %.17g %.17g %.17g %.17g\n" % (*p, *w))
+with open("data.lmp", "w") as f:
+    f.write("argon\n\n%d atoms\n1 atom types\n\n0 %.17g xlo xhi\n0 %.17g ylo yhi\n0 %.17g zlo zhi\n\n"
+            % (len(a), c[0, 0], c[1, 1], c[2, 2]))
+    f.write("Masses\n\n1 %.17g\n\nAtoms # atomic\n\n" % atomic_masses[18])
+    for i, p in enumerate(a.positions):
+        f.write("%d 1 %.17g %.17g %.17g\n" % (i + 1, *p))
+    f.write("\nVelocities\n\n")
+    for i, w in enumerate(v):  # Å/ps
+        f.write("%d %.17g %.17g %.17g\n" % (i + 1, *(w * units.fs * 1000.0)))
+PYEOF
+    cat >in.lmp <<'LMP'
+units metal
+atom_style atomic
+boundary p p p
+read_data data.lmp
+pair_style lj/cut 8.5
+pair_coeff 1 1 0.0104 3.40
+thermo_style custom step press vol
+run 0
+print "$(press:%.17g) $(vol:%.17g)" file results.txt
+LMP
+    # LAMMPS's bar per eV/Å³ (its nktv2p differs from CODATA's by 1e-8): two
+    # free moving atoms, P_xx V = nktv2p sum m vx^2 mvv2e.
+    cat >cal.lmp <<'LMP'
+units metal
+atom_style atomic
+boundary p p p
+region box block 0 10 0 11 0 12
+create_box 1 box
+create_atoms 1 single 1 1 1
+create_atoms 1 single 5 5 5
+mass 1 39.948
+pair_style lj/cut 1.0
+pair_coeff 1 1 0.0 1.0
+velocity all set 1.5 -0.5 0.25
+thermo_style custom step pxx vol c_thermo_temp[1]
+run 0
+print "$(pxx:%.17g) $(vol:%.17g) $(c_thermo_temp[1]:%.17g)" file cal.txt
+LMP
+    lmp -in in.lmp -log none -screen none && lmp -in cal.lmp -log none -screen none
+    run "$MDFLOW" md --input crystal.xyz --steps 1 --log log.csv --log-every 1 --thermo 1 --thermo-per-system
+    if [ "$rc" -ne 0 ] || [ ! -s results.txt ] || [ ! -s cal.txt ]; then
+        fail "pressure against LAMMPS: both ran" "mdflow exit $rc"; show stderr "$T/stderr"
+    else
+        head1=$(head -n 1 log.csv)
+        row=$(awk -F, '$1 == "0" { print $7, $8 }' log.csv)
+        if [ "$head1" = "step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K,pressure_bar,volume_A3" ]; then
+            pass "the CSV log appends pressure_bar,volume_A3"
+        else fail "the CSV log appends pressure_bar,volume_A3" "header: $head1"; fi
+        verdict=$(echo "$row $(cat results.txt) $(cat cal.txt)" | awk '{
+            nktv2p = $5 * $6 / $7
+            pm = $1 / 1.6021766208e6; pl = $3 / nktv2p    # eV/A^3, each with its own constant
+            rp = (pm - pl) / pl; if (rp < 0) rp = -rp
+            rv = ($2 - $4) / $4; if (rv < 0) rv = -rv
+            printf "%s mdflow %.12g bar LAMMPS %.12g bar (rel %.2g), volume %.12g vs %.12g", (rp < 1e-8 && rv < 1e-12) ? "ok" : "bad", $1, $3, rp, $2, $4 }')
+        case $verdict in
+            ok*) pass "step-0 pressure and volume equal LAMMPS's (1e-8): ${verdict#ok }" ;;
+            *) fail "step-0 pressure and volume equal LAMMPS's (1e-8)" "$verdict"; show log.csv log.csv ;;
+        esac
+        # The thermo row of step 0 prints the same numbers (4 decimals).
+        trow=$(awk '$1 == "0" && $2 == "0" && NF == 9 { print $8, $9 }' "$T/stdout")
+        tver=$(echo "$trow $row" | awk 'NF == 4 { d = $1 - $3; e = $2 - $4; exit !(d < 1e-3 && d > -1e-3 && e < 1e-3 && e > -1e-3) } NF != 4 { exit 1 }' && echo ok)
+        if grep -q "Press(bar) *Volume(A^3)" "$T/stdout" && [ "$tver" = ok ]; then
+            pass "thermo rows carry Press(bar) and Volume(A^3)"
+        else fail "thermo rows carry Press(bar) and Volume(A^3)" "row: $trow; log: $row"; show stdout "$T/stdout"; fi
+    fi
+fi
+# Not periodic: no pressure, no volume (empty CSV fields, no thermo columns).
+run "$MDFLOW" md --input h2o.xyz --steps 2 --lj-epsilon 0.005 --lj-sigma 2.8 --log open.csv --log-every 1
+if [ "$rc" -eq 0 ] && awk -F, 'NR > 1 && ($7 != "" || $8 != "" || NF != 8) { bad = 1 } END { exit bad }' open.csv \
+    && ! grep -q "Press" "$T/stdout"; then
+    pass "a system not periodic has no pressure or volume"
+else fail "a system not periodic has no pressure or volume" "exit $rc"; show open.csv open.csv; show stdout "$T/stdout"; fi
+
+finish
