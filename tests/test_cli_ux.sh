@@ -213,4 +213,57 @@ if [ "$rc" -eq 0 ] && awk -F, 'NR > 1 && ($7 != "" || $8 != "" || NF != 8) { bad
     pass "a system not periodic has no pressure or volume"
 else fail "a system not periodic has no pressure or volume" "exit $rc"; show open.csv open.csv; show stdout "$T/stdout"; fi
 
+# ---- C: progress -----------------------------------------------------------------------
+# A run of a few seconds (256 argon systems, 48089 atoms); --progress-every
+# 0.01 so that lines come also on a fast machine.
+long="--input $ar --steps 200 --temperature 30 --thermo 0"
+if command -v script >/dev/null 2>&1; then
+    # script gives the program a pseudo-terminal; its output is what the terminal saw.
+    script -q -c "'$MDFLOW' md $long --progress-every 0.01 2>&1" /dev/null >tty.out 2>&1
+    # the line is rewritten in place: "\r" before "step N/200", and cleared ("\r\033[K") before the summary
+    ncr=$(tr '\r' '\n' <tty.out | grep -c '^step [0-9]*/200 | .* done, .* in flight, .* waiting | .*steps/s.*atom-steps/s | .*ETA')
+    cleared=$(awk '/mdflow summary/ { exit } { print }' tty.out | tr '\033' 'E' | grep -c "$(printf '\r')E\[K")
+    if [ "$ncr" -ge 2 ] && [ "$cleared" -ge 1 ]; then pass "on a terminal: a progress line rewritten in place ($ncr updates), cleared at the end"; else
+        fail "on a terminal: a progress line rewritten in place, cleared at the end" "updates $ncr, cleared $cleared"; show tty.out tty.out; fi
+    script -q -c "'$MDFLOW' md $long --progress-every 0.01 --quiet 2>&1" /dev/null >ttyq.out 2>&1
+    if grep -q "mdflow summary" ttyq.out && ! grep -q "steps/s," ttyq.out; then pass "on a terminal with --quiet: no progress line"; else
+        fail "on a terminal with --quiet: no progress line"; show ttyq.out ttyq.out; fi
+else
+    echo "# SKIP progress on a terminal: no script (util-linux)"
+fi
+run "$MDFLOW" md $long --progress-every 0.01
+nlines=$(grep -c '^mdflow: step [0-9]*/200 | 0 done, 256 in flight, 0 waiting | .*steps/s, .*atom-steps/s | [0-9:]*, ETA' "$T/stderr")
+if [ "$rc" -eq 0 ] && [ "$nlines" -ge 2 ] && ! grep -q "$(printf '\r')" "$T/stderr"; then
+    pass "off a terminal: $nlines plain progress lines with --progress-every 0.01"
+else fail "off a terminal: plain progress lines with --progress-every 0.01" "exit $rc, lines $nlines"; show stderr "$T/stderr"; fi
+run "$MDFLOW" md $long --progress-every 0.01 --quiet
+if [ "$rc" -eq 0 ] && ! grep -q "steps/s" "$T/stderr"; then pass "md --quiet: no progress lines"; else
+    fail "md --quiet: no progress lines" "exit $rc"; show stderr "$T/stderr"; fi
+run "$MDFLOW" md $long
+if [ "$rc" -eq 0 ] && ! grep -q "steps/s" "$T/stderr"; then pass "off a terminal, a short run: no line before 10 s"; else
+    fail "off a terminal, a short run: no line before 10 s" "exit $rc"; show stderr "$T/stderr"; fi
+run "$MDFLOW" relax --input "$ar" --fmax 0.001 --max-steps 150 --progress-every 0.01
+if [ "$rc" -eq 0 ] && grep -q '^mdflow: step [0-9]*/150 | .* done, .* in flight, 0 waiting' "$T/stderr"; then
+    pass "relax: progress lines"; else fail "relax: progress lines" "exit $rc"; show stderr "$T/stderr"; fi
+run "$MDFLOW" relax --input "$ar" --fmax 0.001 --max-steps 150 --progress-every 0.01 --quiet
+if [ "$rc" -eq 0 ] && ! grep -q "steps/s" "$T/stderr"; then pass "relax --quiet: no progress lines"; else
+    fail "relax --quiet: no progress lines" "exit $rc"; show stderr "$T/stderr"; fi
+cat >wf-progress.yaml <<YAML
+input: $ar
+stages:
+  relax: {method: fire, fmax: 0.001, steps: 100}
+  md: {method: langevin, dt_fs: 5, temperature_K: 30, entry_temperature_K: 30, steps: 100}
+composition: relax + md
+sampler: {max_atoms: 12000}
+YAML
+run "$MDFLOW" run --progress-every 0.01 wf-progress.yaml
+# inflight batching: systems wait in the sampler, then leave; the last line has some of each
+waits=$(grep -c '^mdflow: step .* | [0-9]* done, [0-9]* in flight, [1-9][0-9]* waiting' "$T/stderr")
+dones=$(grep -c '^mdflow: step .* | [1-9][0-9]* done, ' "$T/stderr")
+if [ "$rc" -eq 0 ] && [ "$waits" -ge 1 ] && [ "$dones" -ge 1 ]; then pass "run: progress lines with systems waiting and done"; else
+    fail "run: progress lines with systems waiting and done" "exit $rc, waiting lines $waits, done lines $dones"; show stderr "$T/stderr"; fi
+run "$MDFLOW" run --quiet --progress-every 0.01 wf-progress.yaml
+if [ "$rc" -eq 0 ] && ! grep -q "steps/s" "$T/stderr"; then pass "run --quiet: no progress lines"; else
+    fail "run --quiet: no progress lines" "exit $rc"; show stderr "$T/stderr"; fi
+
 finish

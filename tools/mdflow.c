@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "paths.h"
+#include "progress.h"
 #include "runner.h"
 #include "workflow.h"
 #include "mdflow/mdflow.h"
@@ -73,6 +74,7 @@ typedef struct md_options {
     int64_t shards;
     int64_t ncpus, ncuda;
     int quiet;
+    double progress_every;    /* --progress-every S */
     /* relax */
     const char *optimizer;
     double fmax, energy_change;
@@ -126,6 +128,10 @@ static void usage_common(FILE *fp)
             "  --window N            steps submitted ahead of completion (default 8)\n"
             "  --sched NAME          StarPU scheduler (STARPU_SCHED wins), e.g. eager, lws, dmda\n"
             "  --ncpus N, --ncuda N  StarPU workers (STARPU_NCPU/STARPU_NCUDA win)\n"
+            "  --progress-every S    progress on stderr (systems done / in flight / waiting, steps/s,\n"
+            "                        atom-steps/s, elapsed, ETA): on a terminal one line rewritten in\n"
+            "                        place, at most 4 times a second; otherwise a line every S seconds\n"
+            "                        (default 10; 0: none). --quiet: no progress line\n"
             "  --help                this text\n");
 }
 
@@ -162,6 +168,7 @@ static void usage_md(FILE *fp)
             "  --thermo-per-system   one row per system instead of batch totals\n"
             "  --thermo-file FILE    write thermo rows to FILE (default: standard output)\n"
             "  --quiet               no thermo rows on standard output (--thermo-file still written)\n"
+            "                        and no progress line\n"
             "  --wrap N              wrap positions into the cell every N steps\n"
             "  --drift-warn X        warn once per system whose conserved energy drifts by more than\n"
             "                        X eV/atom\n");
@@ -192,7 +199,8 @@ static void usage_relax(FILE *fp)
             "                        S GPa of the target, max |sigma_ij + P delta_ij| <= S, the stress\n"
             "                        sigma = -virial/V (default 0.01)\n"
             "  --max-steps N         give up after N steps (default 1000); unconverged systems keep\n"
-            "                        status 0 in --output and are listed\n");
+            "                        status 0 in --output and are listed\n"
+            "  --quiet               no progress line\n");
     usage_common(fp);
 }
 
@@ -242,6 +250,7 @@ static void md_options_init(md_options *o, command cmd)
     o->log_every = cmd == CMD_RELAX ? 1 : 10;
     o->max_force = -1.0;
     o->drift = -1.0;
+    o->progress_every = PROGRESS_EVERY_DEFAULT;
 }
 
 enum {
@@ -250,7 +259,8 @@ enum {
     OPT_THERMO_FILE, OPT_SHARDS, OPT_CHUNK, OPT_WINDOW, OPT_SCHED, OPT_NCPUS, OPT_NCUDA, OPT_QUIET, OPT_HELP,
     OPT_ENSEMBLE, OPT_KEEPV, OPT_FRICTION, OPT_TAUT, OPT_CHAIN, OPT_PRESSURE, OPT_TAUP, OPT_COMPRESS, OPT_LOG,
     OPT_LOG_EVERY, OPT_NAN, OPT_MAXF, OPT_FREEZE, OPT_WRAP, OPT_DRIFT, OPT_OPTIMIZER, OPT_FMAX, OPT_DE,
-    OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN, OPT_CELL, OPT_SMAX
+    OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN, OPT_CELL, OPT_SMAX,
+    OPT_PROGRESS_EVERY
 };
 
 static const struct option md_long_options[] = {
@@ -278,13 +288,15 @@ static const struct option md_long_options[] = {
     {"fmax", required_argument, 0, OPT_FMAX}, {"energy-change", required_argument, 0, OPT_DE},
     {"max-steps", required_argument, 0, OPT_MAX_STEPS}, {"param", required_argument, 0, OPT_PARAM},
     {"plugin", required_argument, 0, OPT_PLUGIN}, {"cell", no_argument, 0, OPT_CELL},
-    {"smax", required_argument, 0, OPT_SMAX}, {0, 0, 0, 0}};
+    {"smax", required_argument, 0, OPT_SMAX},
+    {"progress-every", required_argument, 0, OPT_PROGRESS_EVERY},
+    {0, 0, 0, 0}};
 
 /* Options that belong to one command only. */
 static int option_is_md_only(int c)
 {
     return c == OPT_INTEGRATOR || c == OPT_STEPS || c == OPT_DT || c == OPT_TEMP || c == OPT_THERMO ||
-           c == OPT_THERMO_SYS || c == OPT_THERMO_FILE || c == OPT_QUIET || c == OPT_ENSEMBLE || c == OPT_KEEPV ||
+           c == OPT_THERMO_SYS || c == OPT_THERMO_FILE || c == OPT_ENSEMBLE || c == OPT_KEEPV ||
            c == OPT_FRICTION || c == OPT_TAUT || c == OPT_CHAIN || c == OPT_TAUP ||
            c == OPT_COMPRESS || c == OPT_WRAP || c == OPT_DRIFT;
 }
@@ -387,6 +399,9 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_NCPUS: return cli_int64_range("--ncpus", optarg, 0, INT_MAX, "a worker count >= 0", &o->ncpus, err);
     case OPT_NCUDA: return cli_int64_range("--ncuda", optarg, 0, INT_MAX, "a worker count >= 0", &o->ncuda, err);
     case OPT_QUIET: o->quiet = 1; return MDF_OK;
+    case OPT_PROGRESS_EVERY:
+        return cli_double_min("--progress-every", optarg, 0.0, 0, "seconds >= 0 (0: no progress line)",
+                              &o->progress_every, err);
     case OPT_LOG: o->log_file = optarg; return MDF_OK;
     case OPT_LOG_EVERY: return cli_int64("--log-every", optarg, &o->log_every, err);
     case OPT_NAN: o->nan_check = 1; return MDF_OK;
@@ -945,6 +960,8 @@ static mdf_status run_command(md_options *o, mdf_error *err)
         st = mdf_batch_thermalize(batch, o->temperature, (uint64_t)o->seed, 0, err);
     int freeze = o->freeze || runner_frames_have_frozen(&frames);
     if (st == MDF_OK) st = build_stage(o, thermo.fp, freeze, &stage, err);
+    progress_line progress;
+    if (st == MDF_OK) progress_attach(&progress, stage, o->quiet, o->progress_every, o->cmd == CMD_RELAX);
     mdf_stage_report report;
     memset(&report, 0, sizeof report);
     if (st == MDF_OK) st = mdf_stage_run(stage, batch, model, &report, err);
@@ -1065,7 +1082,8 @@ static int print_kim_models(void)
 static void usage_run(FILE *fp)
 {
     fprintf(fp,
-            "usage: mdflow run [--check] [--resume | --sequential] [--plugin PATH.so] [FILE.yaml]\n"
+            "usage: mdflow run [--check] [--resume | --sequential] [--quiet] [--progress-every S]\n"
+            "                  [--plugin PATH.so] [FILE.yaml]\n"
             "Runs a workflow file: the input dataset, the model, named stages and their composition\n"
             "('relax + md' fuses them), the sampler's budgets for inflight batching, the outputs, the\n"
             "hooks and the scheduler. examples/relax_md.yaml documents every key. Without FILE, runs\n"
@@ -1080,6 +1098,10 @@ static void usage_run(FILE *fp)
             "            the sampler packs a batch within the same budgets, each stage runs on it in\n"
             "            turn until all its systems have left, then the next batch is built (no refills,\n"
             "            no checkpoints); the trajectories are the same, only the time differs\n"
+            "  --quiet   no progress line\n"
+            "  --progress-every S  the progress line (stderr: systems done / in flight / waiting,\n"
+            "            steps/s, elapsed, ETA): rewritten in place on a terminal, at most 4 times a\n"
+            "            second; otherwise a line every S seconds (default 10; 0: none)\n"
             "  --plugin PATH.so  load a plugin before the workflow is read (repeatable), as the\n"
             "            workflow's plugins: [PATH.so] does (paths relative to the workflow's folder there)\n"
             "  --help    this text\n\n"
@@ -1099,7 +1121,8 @@ static int run_workflow_command(int argc, char **argv)
     mdf_error err;
     mdf_error_clear(&err);
     const char *file = NULL;
-    int check_only = 0, resume = 0, sequential = 0;
+    int check_only = 0, resume = 0, sequential = 0, quiet = 0;
+    double progress_every = PROGRESS_EVERY_DEFAULT;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
             usage_run(stdout);
@@ -1113,6 +1136,14 @@ static int run_workflow_command(int argc, char **argv)
             }
             if (mdf_plugin_load(path, &err) != MDF_OK) return fail(&err);
         } else if (!strcmp(argv[k], "--check")) check_only = 1;
+        else if (!strcmp(argv[k], "--quiet")) quiet = 1;
+        else if (!strcmp(argv[k], "--progress-every")) {
+            if (k + 1 == argc || cli_double_min("--progress-every", argv[++k], 0.0, 0, "seconds >= 0", &progress_every,
+                                                &err) != MDF_OK) {
+                if (k + 1 == argc && !err.code) mdf_error_set(&err, MDF_ERR_INVALID, "--progress-every needs seconds");
+                return fail(&err);
+            }
+        }
         else if (!strcmp(argv[k], "--resume")) resume = 1;
         else if (!strcmp(argv[k], "--sequential")) sequential = 1;
         else if (argv[k][0] == '-' || file) {
@@ -1137,6 +1168,8 @@ static int run_workflow_command(int argc, char **argv)
     if (wf_load(file, &wf, &err) != MDF_OK) return fail(&err);
     wf.resume = resume;
     wf.sequential = sequential;
+    wf.quiet = quiet;
+    wf.progress_every = progress_every;
     char comp[512];
     wf_composition_text(&wf, comp, sizeof comp);
     printf("mdflow: %s %s: %s of %s, %s (at most %lld atoms in flight)\n",

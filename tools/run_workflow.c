@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "paths.h"
+#include "progress.h"
 #include "runner.h"
 #include "workflow.h"
 
@@ -611,7 +612,10 @@ static mdf_status run_inflight(const mdf_workflow *wf, run_state *rs, mdf_stage_
     ic.checkpoint_path = *wf->checkpoint ? wf->checkpoint : NULL;
     ic.checkpoint_every = wf->checkpoint_every;
     ic.resume = wf->resume;
+    progress_line progress; /* the stage's sub-stages: systems leave as they finish the composition */
+    progress_attach(&progress, rs->stage, wf->quiet, wf->progress_every, 1);
     mdf_status st = mdf_stage_run_inflight(rs->stage, rs->model, &ic, report, err);
+    mdf_stage_set_progress(rs->stage, NULL, NULL, 0.0);
     if (st != MDF_OK && wf->resume && rs->col.err.code == MDF_OK && report->steps == 0 &&
         (err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE) && strstr(err->message, "checkpoint"))
         st = at_line(err, wf, wf->checkpoint_line, "--resume");

@@ -107,6 +107,8 @@ typedef struct mdf_workflow {
     int64_t checkpoint_every;      /* steps (0: only at exit) */
     int checkpoint_line;
     int resume;                    /* set by `mdflow run --resume`, not by the file */
+    int quiet;                     /* `mdflow run --quiet`: no progress line */
+    double progress_every;         /* `mdflow run --progress-every S` (off a terminal) */
     int sequential;                /* set by `mdflow run --sequential`: the stages one after
                                     * another on static batches, no fusion, no refill */
 } mdf_workflow;
