@@ -266,4 +266,48 @@ run "$MDFLOW" run --quiet --progress-every 0.01 wf-progress.yaml
 if [ "$rc" -eq 0 ] && ! grep -q "steps/s" "$T/stderr"; then pass "run --quiet: no progress lines"; else
     fail "run --quiet: no progress lines" "exit $rc"; show stderr "$T/stderr"; fi
 
+# ---- F: mdflow plot ----------------------------------------------------------------------
+# png_size FILE: "WIDTH HEIGHT" from the IHDR chunk, after checking the 8-byte signature.
+png_size() {
+    sig=$(od -An -tx1 -N8 "$1" | tr -d ' \n')
+    [ "$sig" = 89504e470d0a1a0a ] || { echo "no PNG signature ($sig)"; return; }
+    [ "$(od -An -c -j12 -N4 "$1" | tr -d ' \n')" = IHDR ] || { echo "no IHDR"; return; }
+    od -An -tu1 -j16 -N8 "$1" | awk '{ print ($1 * 16777216 + $2 * 65536 + $3 * 256 + $4), ($5 * 16777216 + $6 * 65536 + $7 * 256 + $8) }'
+}
+run "$MDFLOW" md --input "$ar" --steps 40 --temperature 30 --quiet --log md.csv --log-every 5
+if ! command -v gnuplot >/dev/null 2>&1; then
+    echo "# SKIP drawing: gnuplot is not installed (scripts/install-deps.sh)"
+else
+    run "$MDFLOW" plot md.csv -o all.png --size 800x600
+    size=$(png_size all.png 2>/dev/null)
+    bytes=$(wc -c <all.png 2>/dev/null || echo 0)
+    if [ "$rc" -eq 0 ] && [ "$size" = "800 600" ] && [ "$bytes" -gt 10000 ] \
+        && grep -q "256 systems are more than 10 lines: plotting their mean" "$T/stderr"; then
+        pass "plot of 256 systems: an 800x600 PNG ($bytes bytes), aggregated, with a note"
+    else fail "plot of 256 systems: an 800x600 PNG, aggregated, with a note" "exit $rc, size '$size', $bytes bytes"
+        show stderr "$T/stderr"; fi
+    run "$MDFLOW" plot md.csv --systems 3,7,250 --per-system --size 640x480
+    size=$(png_size md.png 2>/dev/null)
+    if [ "$rc" -eq 0 ] && [ "$size" = "640 480" ] && grep -q "md.png: a line each of 3 systems (energy, temperature, pressure)" "$T/stdout"; then
+        pass "plot --systems 3,7,250: md.png (the default name), a line each, with pressure"
+    else fail "plot --systems 3,7,250: md.png, a line each, with pressure" "exit $rc, size '$size'"; show stdout "$T/stdout"; show stderr "$T/stderr"; fi
+    run "$MDFLOW" md --input h2o.xyz --steps 10 --lj-epsilon 0.005 --lj-sigma 2.8 --quiet --log open.csv --log-every 1
+    run "$MDFLOW" plot open.csv -o open.png
+    if [ "$rc" -eq 0 ] && [ "$(png_size open.png)" = "1000 800" ] && grep -q "(energy, temperature)$" "$T/stdout"; then
+        pass "plot of a log without pressure: two panels, default size 1000x800"
+    else fail "plot of a log without pressure: two panels, default size 1000x800" "exit $rc"; show stdout "$T/stdout"; show stderr "$T/stderr"; fi
+fi
+printf 'step,system_id,status,energy_eV,fmax_eV_per_A\n0,0,0,-1.0,0.1\n' >notemp.csv
+run "$MDFLOW" plot notemp.csv
+expect_refusal "plot of a log without temperature_K" "notemp.csv:1:" "'temperature_K'"
+printf 'step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K\n0,0,0,-1.0,0.1,30\n1,0,0,oops,0.1,30\n' >badrow.csv
+run "$MDFLOW" plot badrow.csv
+expect_refusal "plot of a log with a bad row" "badrow.csv:3:"
+run "$MDFLOW" plot md.csv --systems 999
+expect_refusal "plot --systems with an id not in the log" "999" "md.csv"
+PATH=/nonexistent run "$MDFLOW" plot md.csv -o nognuplot.png
+if [ "$rc" -eq 1 ] && grep -q "gnuplot is not installed" "$T/stderr" && grep -q "gnuplot-nox" "$T/stderr" && [ ! -e nognuplot.png ]; then
+    pass "plot without gnuplot: exit 1 saying how to install it"
+else fail "plot without gnuplot: exit 1 saying how to install it" "exit $rc"; show stderr "$T/stderr"; fi
+
 finish

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "paths.h"
+#include "plot.h"
 #include "progress.h"
 #include "runner.h"
 #include "workflow.h"
@@ -1239,6 +1240,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) return print_version();
+    if (!strcmp(cmd, "plot")) return plot_command(argc - 1, argv + 1);
     /* MDFLOW_PLUGIN_PATH first, for every command: its entries are then
      * names like the built-ins'. */
     if (mdf_plugin_load_env(&err) != MDF_OK) return fail(&err);
