@@ -206,6 +206,19 @@ LMP
         else fail "thermo rows carry Press(bar) and Volume(A^3)" "row: $trow; log: $row"; show stdout "$T/stdout"; fi
     fi
 fi
+# Batch totals: the mean of the periodic systems' pressures (the CSV's),
+# the sum of their volumes (ASE's, from the input file); the open clusters
+# of the file count in neither.
+run "$MDFLOW" md --input "$ar" --steps 1 --thermo 1 --log agg.csv --log-every 1
+vsum=$("$PY" -c "
+import sys
+from ase.io import read
+print('%.6f' % sum(a.get_volume() for a in read(sys.argv[1], ':') if a.pbc.all()))" "$ar" 2>/dev/null)
+pmean=$(awk -F, '$1 == "0" && $7 != "" { s += $7; n++ } END { if (n) printf "%.6f", s / n }' agg.csv)
+trow=$(awk '$1 == "0" && NF == 8 { print $7, $8 }' "$T/stdout")
+if [ -n "$vsum" ] && echo "$trow $pmean $vsum" | awk 'NF == 4 { d = $1 - $3; e = ($2 - $4) / $4; exit !(d < 1e-3 && d > -1e-3 && e < 1e-9 && e > -1e-9) } NF != 4 { exit 1 }'; then
+    pass "batch totals: mean pressure $pmean bar, summed volume $vsum A^3"
+else fail "batch totals: mean pressure, summed volume" "thermo '$trow', CSV mean '$pmean', ASE volume '$vsum'"; show stdout "$T/stdout"; fi
 # Not periodic: no pressure, no volume (empty CSV fields, no thermo columns).
 run "$MDFLOW" md --input h2o.xyz --steps 2 --lj-epsilon 0.005 --lj-sigma 2.8 --log open.csv --log-every 1
 if [ "$rc" -eq 0 ] && awk -F, 'NR > 1 && ($7 != "" || $8 != "" || NF != 8) { bad = 1 } END { exit bad }' open.csv \
@@ -225,6 +238,14 @@ if command -v script >/dev/null 2>&1; then
     cleared=$(awk '/mdflow summary/ { exit } { print }' tty.out | tr '\033' 'E' | grep -c "$(printf '\r')E\[K")
     if [ "$ncr" -ge 2 ] && [ "$cleared" -ge 1 ]; then pass "on a terminal: a progress line rewritten in place ($ncr updates), cleared at the end"; else
         fail "on a terminal: a progress line rewritten in place, cleared at the end" "updates $ncr, cleared $cleared"; show tty.out tty.out; fi
+    # by default at most 4 updates a second
+    t0=$(date +%s.%N)
+    script -q -c "'$MDFLOW' md $long 2>&1" /dev/null >tty4.out 2>&1
+    t1=$(date +%s.%N)
+    n4=$(tr '\r' '\n' <tty4.out | grep -c '^step [0-9]*/200 |')
+    if awk -v n="$n4" -v a="$t0" -v b="$t1" 'BEGIN { exit !(n <= 4 * (b - a) + 1) }'; then
+        pass "on a terminal: at most 4 updates a second ($n4 in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s)"
+    else fail "on a terminal: at most 4 updates a second" "$n4 updates from $t0 to $t1"; fi
     script -q -c "'$MDFLOW' md $long --progress-every 0.01 --quiet 2>&1" /dev/null >ttyq.out 2>&1
     if grep -q "mdflow summary" ttyq.out && ! grep -q "steps/s," ttyq.out; then pass "on a terminal with --quiet: no progress line"; else
         fail "on a terminal with --quiet: no progress line"; show ttyq.out ttyq.out; fi
