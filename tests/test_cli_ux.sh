@@ -331,4 +331,17 @@ if [ "$rc" -eq 1 ] && grep -q "gnuplot is not installed" "$T/stderr" && grep -q 
     pass "plot without gnuplot: exit 1 saying how to install it"
 else fail "plot without gnuplot: exit 1 saying how to install it" "exit $rc"; show stderr "$T/stderr"; fi
 
+# ---- G: --help says it -------------------------------------------------------------------
+run "$MDFLOW" --help
+h1=$(grep -c -e 'plot ' -e 'version' "$T/stdout")
+run "$MDFLOW" md --help
+h2=$(grep -c -e '--progress-every' -e 'Press(bar)' -e 'pressure_bar,volume_A3' -e 'argon only' "$T/stdout")
+run "$MDFLOW" relax --help
+h3=$(grep -c -e '--quiet' -e '--progress-every' "$T/stdout")
+run "$MDFLOW" run --help
+h4=$(grep -c -e '--quiet' -e '--progress-every' "$T/stdout")
+if [ "$h1" -ge 2 ] && [ "$h2" -ge 4 ] && [ "$h3" -ge 2 ] && [ "$h4" -ge 2 ]; then
+    pass "--help documents plot, version, progress, pressure columns and the argon rule"
+else fail "--help documents plot, version, progress, pressure columns and the argon rule" "counts $h1 $h2 $h3 $h4"; fi
+
 finish
