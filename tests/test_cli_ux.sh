@@ -46,7 +46,7 @@ run "$MDFLOW" relax --input cu.xyz
 expect_refusal "relax of Cu with lj's defaults" "Cu" "argon"
 run "$MDFLOW" md --input cu.xyz --steps 2 --lj-cutoff 5
 expect_refusal "a cutoff alone gives no parameters" "Cu"
-run "$MDFLOW" md --input h2o.xyz --steps 2 --lj-species O:0.0067:3.16:8 
+run "$MDFLOW" md --input h2o.xyz --steps 2 --lj-species O:0.0067:3.16:8
 expect_refusal "--lj-species for O only" "H (the first in system 0)"
 run "$MDFLOW" md --input h2o.xyz --steps 2 --lj-epsilon 0.005 --lj-sigma 2.8 --quiet
 if [ "$rc" -eq 0 ]; then pass "explicit --lj-epsilon/--lj-sigma apply to every element"; else
@@ -216,7 +216,9 @@ from ase.io import read
 print('%.6f' % sum(a.get_volume() for a in read(sys.argv[1], ':') if a.pbc.all()))" "$ar" 2>/dev/null)
 pmean=$(awk -F, '$1 == "0" && $7 != "" { s += $7; n++ } END { if (n) printf "%.6f", s / n }' agg.csv)
 trow=$(awk '$1 == "0" && NF == 8 { print $7, $8 }' "$T/stdout")
-if [ -n "$vsum" ] && echo "$trow $pmean $vsum" | awk 'NF == 4 { d = $1 - $3; e = ($2 - $4) / $4; exit !(d < 1e-3 && d > -1e-3 && e < 1e-9 && e > -1e-9) } NF != 4 { exit 1 }'; then
+if [ -z "$vsum" ] && ! "$PY" -c "import ase" 2>/dev/null; then
+    echo "# SKIP batch totals: no ase"
+elif [ -n "$vsum" ] && echo "$trow $pmean $vsum" | awk 'NF == 4 { d = $1 - $3; e = ($2 - $4) / $4; exit !(d < 1e-3 && d > -1e-3 && e < 1e-9 && e > -1e-9) } NF != 4 { exit 1 }'; then
     pass "batch totals: mean pressure $pmean bar, summed volume $vsum A^3"
 else fail "batch totals: mean pressure, summed volume" "thermo '$trow', CSV mean '$pmean', ASE volume '$vsum'"; show stdout "$T/stdout"; fi
 # Not periodic: no pressure, no volume (empty CSV fields, no thermo columns).

@@ -1146,11 +1146,13 @@ static int run_workflow_command(int argc, char **argv)
         } else if (!strcmp(argv[k], "--check")) check_only = 1;
         else if (!strcmp(argv[k], "--quiet")) quiet = 1;
         else if (!strcmp(argv[k], "--progress-every")) {
-            if (k + 1 == argc || cli_double_min("--progress-every", argv[++k], 0.0, 0, "seconds >= 0", &progress_every,
-                                                &err) != MDF_OK) {
-                if (k + 1 == argc && !err.code) mdf_error_set(&err, MDF_ERR_INVALID, "--progress-every needs seconds");
+            if (k + 1 == argc) {
+                mdf_error_set(&err, MDF_ERR_INVALID, "--progress-every needs seconds: --progress-every S");
                 return fail(&err);
             }
+            if (cli_double_min("--progress-every", argv[++k], 0.0, 0, "seconds >= 0 (0: no progress line)",
+                               &progress_every, &err) != MDF_OK)
+                return fail(&err);
         }
         else if (!strcmp(argv[k], "--resume")) resume = 1;
         else if (!strcmp(argv[k], "--sequential")) sequential = 1;
