@@ -12,11 +12,53 @@ void mdf_runtime_config_init(mdf_runtime_config *cfg)
     cfg->profiling = 1;
 }
 
+/* The policies the linked StarPU offers, ", "-separated. */
+static void sched_names(char *buf, size_t size)
+{
+    struct starpu_sched_policy **p = starpu_sched_get_predefined_policies();
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; p && p[k] && used + 1 < size; k++) {
+        int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", p[k]->policy_name);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+mdf_status mdf_runtime_check_sched(const char *name, const char *where, mdf_error *err)
+{
+    if (!name || !*name) return MDF_OK;
+    struct starpu_sched_policy **p = starpu_sched_get_predefined_policies();
+    for (int k = 0; p && p[k]; k++)
+        if (p[k]->policy_name && strcmp(p[k]->policy_name, name) == 0) return MDF_OK;
+    char names[1024];
+    sched_names(names, sizeof names);
+    return mdf_error_set(err, MDF_ERR_INVALID, "%s: '%s' is not a StarPU scheduler: use one of %s", where, name,
+                         names);
+}
+
+void mdf_runtime_versions(mdf_runtime_versions_info *v)
+{
+    memset(v, 0, sizeof *v);
+    v->built[0] = STARPU_MAJOR_VERSION;
+    v->built[1] = STARPU_MINOR_VERSION;
+    v->built[2] = STARPU_RELEASE_VERSION;
+    starpu_get_version(&v->running[0], &v->running[1], &v->running[2]);
+#ifdef STARPU_USE_CUDA
+    v->starpu_cuda = 1;
+#endif
+}
+
 mdf_status mdf_runtime_start(const mdf_runtime_config *cfg_in, mdf_error *err)
 {
     mdf_runtime_config cfg;
     if (cfg_in) cfg = *cfg_in;
     else mdf_runtime_config_init(&cfg);
+    /* StarPU itself warns about an unknown policy and falls back on its
+     * default: a misspelled name would silently run another scheduler. */
+    mdf_status st = mdf_runtime_check_sched(getenv("STARPU_SCHED"), "STARPU_SCHED (environment)", err);
+    if (st == MDF_OK && !getenv("STARPU_SCHED")) st = mdf_runtime_check_sched(cfg.sched, "scheduler", err);
+    if (st != MDF_OK) return st;
     struct starpu_conf conf;
     starpu_conf_init(&conf);
     /* starpu_conf_init already read STARPU_NCPU, STARPU_SCHED, ...: only

@@ -12,6 +12,8 @@ build_pkgs=(build-essential autoconf automake libtool pkg-config
             libkim-api-dev openkim-models)
 test_pkgs=(libcmocka-dev lammps python3-ase python3-numpy python3-h5py python3-mdanalysis
            hdf5-tools valgrind groff-base)
+# mdflow plot draws with gnuplot (its tests too)
+build_pkgs+=(gnuplot-nox)
 
 pkgs=("${build_pkgs[@]}")
 [ "${1:-}" = "--build" ] || pkgs+=("${test_pkgs[@]}")

@@ -124,9 +124,16 @@ size_t mdf_hook_rows(const mdf_sys_info *sys, const mdf_sys_result *res, int32_t
             .extra_energy = r->extra_energy, .fmax = r->fmax,
             .temperature = nf > 0.0 ? 2.0 * r->kinetic / (nf * MDF_KB) : 0.0,
             .virial_trace = r->virial[0] + r->virial[4] + r->virial[8],
-            .volume = fabs(mdf_det3(si->cell)), .dof = nf};
+            .volume = si->pbc[0] && si->pbc[1] && si->pbc[2] ? fabs(mdf_det3(si->cell)) : 0.0, .dof = nf};
     }
     return n;
+}
+
+double mdf_hook_row_pressure_bar(const mdf_hook_row *r)
+{
+    if (!(r->volume > 0.0)) return NAN;
+    /* eV/Å³ -> bar: 1 GPa is 1e4 bar */
+    return (2.0 * r->kinetic + r->virial_trace) / (3.0 * r->volume) * MDF_EV_PER_A3_IN_GPA * 1e4;
 }
 
 /* ---- host callbacks ------------------------------------------------------------ */

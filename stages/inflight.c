@@ -681,3 +681,9 @@ mdf_status mdf_inflight_replay(mdf_inflight *in, const char *path, mdf_error *er
                              "the run afresh without resuming", path);
     return MDF_OK;
 }
+
+void mdf_inflight_counts(const mdf_inflight *in, int64_t *total, int64_t *waiting)
+{
+    *total = (int64_t)mdf_sampler_size(in->cfg.sampler);
+    *waiting = (int64_t)mdf_sampler_remaining(in->cfg.sampler);
+}

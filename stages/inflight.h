@@ -35,6 +35,10 @@ mdf_status mdf_inflight_refill(mdf_inflight *in, mdf_batch *b, int32_t lo, int32
 /* At the end: hands every system still in the batch to on_exit. */
 mdf_status mdf_inflight_finish(mdf_inflight *in, mdf_batch *b, mdf_error *err);
 
+/* Systems of the dataset and those the sampler has not handed in yet: for
+ * progress reports. */
+void mdf_inflight_counts(const mdf_inflight *in, int64_t *total, int64_t *waiting);
+
 /* Systems handed out at the exit status, and those flagged as budget exits. */
 int64_t mdf_inflight_exited(const mdf_inflight *in, int64_t *budget_exits);
 

@@ -56,6 +56,9 @@ struct mdf_stage {
     int nparts;
     stage_part parts[MDF_CONVERGE_PARTS];
     int64_t max_steps;           /* the run's step limit */
+    mdf_progress_fn progress;    /* NULL: none */
+    void *progress_user;
+    double progress_interval;    /* s */
 };
 
 void mdf_dynamics_params_init(mdf_dynamics_params *p)
@@ -286,6 +289,13 @@ mdf_status mdf_stage_set_max_steps(mdf_stage *s, int64_t max_steps, mdf_error *e
     if (max_steps < 0) return mdf_error_set(err, MDF_ERR_INVALID, "max_steps %lld must be >= 0", (long long)max_steps);
     s->max_steps = max_steps;
     return MDF_OK;
+}
+
+void mdf_stage_set_progress(mdf_stage *s, mdf_progress_fn fn, void *user, double interval_s)
+{
+    s->progress = fn;
+    s->progress_user = user;
+    s->progress_interval = interval_s;
 }
 
 int mdf_stage_nparts(const mdf_stage *s) { return s->nparts; }
@@ -1249,6 +1259,45 @@ static int run_needs_virial(const mdf_stage *s)
     return 0;
 }
 
+/* ---- progress: host bookkeeping only -------------------------------------------------- */
+
+typedef struct progress_clock {
+    double t0, next;      /* the run's start, the next report due */
+    int64_t systems0;     /* the stage's systems at the start (without a sampler) */
+} progress_clock;
+
+/* The stage's systems still in the batch at the latest censuses (all of
+ * them until every shard answered one). */
+static int64_t census_left(stage_run *r, int64_t all)
+{
+    int64_t left = 0;
+    pthread_mutex_lock(&r->ctl.lock);
+    for (int k = 0; k < r->b->nshards && left >= 0; k++) left = r->cens[k].step < 0 ? -1 : left + r->cens[k].left;
+    pthread_mutex_unlock(&r->ctl.lock);
+    return left < 0 ? all : left;
+}
+
+/* Calls the stage's progress function when a report is due (or at the
+ * end); no task, no wait. */
+static void report_progress(stage_run *r, progress_clock *pc, int64_t steps, int finished)
+{
+    const mdf_stage *s = r->s;
+    double t = now_seconds();
+    if (!s->progress || (!finished && t < pc->next)) return;
+    pc->next = t + s->progress_interval;
+    mdf_progress p = {.steps = steps > 0 ? steps : 0, .max_steps = s->max_steps, .atoms = r->b->natoms,
+                      .elapsed_s = t - pc->t0, .finished = finished};
+    if (r->in) {
+        mdf_inflight_counts(r->in, &p.systems, &p.waiting);
+        p.in_flight = (int64_t)r->b->nsys;
+    } else {
+        p.systems = pc->systems0;
+        p.in_flight = r->any_checks ? census_left(r, pc->systems0) : pc->systems0;
+    }
+    p.done = p.systems - p.waiting - p.in_flight;
+    s->progress(s->progress_user, &p);
+}
+
 static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflight *in, const ckpt_plan *plan,
                             mdf_stage_report *report, mdf_error *err)
 {
@@ -1259,7 +1308,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     if (st != MDF_OK) return st;
     int32_t lo = s->parts[0].cfg.status, hi = s->parts[s->nparts - 1].cfg.status;
     int64_t atoms0, exit0, flagged0;
-    count_systems(b, lo, hi, mdf_stage_exit_status(s), &atoms0, &exit0, &flagged0);
+    int64_t systems0 = count_systems(b, lo, hi, mdf_stage_exit_status(s), &atoms0, &exit0, &flagged0);
     st = check_cell_systems(s, b, err);
     if (st != MDF_OK) return st;
     /* A resumed run's states are the checkpoint's, claimed when it began. */
@@ -1284,6 +1333,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     const mdf_stage_config *run = &s->parts[0].cfg;
     int needs_virial = run_needs_virial(s);
     double t0 = now_seconds();
+    progress_clock pc = {.t0 = t0, .next = t0 + s->progress_interval, .systems0 = systems0};
     /* A resumed run's step 0 and steps up to the checkpoint were done. */
     if (st == MDF_OK && !resume) st = submit_start(&r, MDF_COMPUTE_VIRIAL, err);
     unsigned per_step = 0; /* most tasks one step took: the window in tasks */
@@ -1323,9 +1373,11 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
         if (now > (int)per_step) per_step = (unsigned)now;
         /* Keep at most `window` steps in flight: waits only for old tasks. */
         if (st == MDF_OK) starpu_task_wait_for_n_submitted((unsigned)run->window * per_step);
+        report_progress(&r, &pc, step - run->window, 0);
     }
     int64_t steps_done = step - 1;
     starpu_task_wait_for_all();
+    report_progress(&r, &pc, steps_done, 1);
     if (st == MDF_OK && !r.ctl.stop) st = evaluate_exited(&r, err);
     double wall = now_seconds() - t0;
     mdf_status sync = mdf_batch_sync(b, st == MDF_OK ? err : NULL);

@@ -43,10 +43,11 @@ expect_error() {
         pass "$name: message names $* ($(grep -E '^mdflow: ' "$T/stderr" | head -n 1))"
     fi
 }
-# Data rows of a thermo log: a step number, then only numbers (6 fields at least).
+# Data rows of a thermo log: a step number, then only numbers (6 fields at
+# least; "-" is the pressure and volume of a system that is not periodic).
 thermo_rows() {
     awk 'NF < 6 || $1 !~ /^[0-9]+$/ { next }
-         { for (i = 2; i <= NF; i++) if ($i !~ /^[-+]?[0-9.]+([eE][-+]?[0-9]+)?$/) next; print }' "$1"
+         { for (i = 2; i <= NF; i++) if ($i !~ /^[-+]?[0-9.]+([eE][-+]?[0-9]+)?$/ && $i != "-") next; print }' "$1"
 }
 
 # ---- inputs --------------------------------------------------------------------
@@ -394,7 +395,7 @@ for opt in fire fire2 lbfgs gd; do
     head1=$(head -n 1 relax-$opt.csv 2>/dev/null)
     at0=$(awk -F, 'NR > 1 && $1 == 0' relax-$opt.csv 2>/dev/null | wc -l)
     bad=$(awk -F, 'NR > 1 { last[$2] = $5 } END { for (s in last) if (last[s] + 0 > 0.05) print s }' relax-$opt.csv 2>/dev/null)
-    if [ "$head1" = "step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K" ] && [ "$at0" -eq 3 ] && [ -z "$bad" ] \
+    if [ "$head1" = "step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K,pressure_bar,volume_A3" ] && [ "$at0" -eq 3 ] && [ -z "$bad" ] \
         && [ ! -e relax-$opt.csv.tmp ]; then
         pass "relax --log ($opt): header, 3 rows at step 0, each system's last fmax <= 0.05"
     else

@@ -157,7 +157,7 @@ run "$MDFLOW" md --input clusters.xyz --steps 2000 --quiet --log "$T/full/log.cs
 expect_full "--log on a full disk" "log '$T/full/log.csv'" "No space left on device" "$T/full/log.csv.tmp" \
     "free disk space"
 if [ "$(cat "$T/full/log.csv")" = "the previous log" ] && [ ! -e log.xyz ] &&
-    awk -F, 'NR == 1 && $1 != "step" { exit 1 } NR > 1 && NF != 6 { exit 1 }' "$T/full/log.csv.tmp"; then
+    awk -F, 'NR == 1 && $1 != "step" { exit 1 } NR > 1 && NF != 8 { exit 1 }' "$T/full/log.csv.tmp"; then
     pass "--log on a full disk: the run stopped, the previous log stays, the rows so far are whole"
 else fail "--log on a full disk: previous log kept, whole rows" "$(tail -n 2 "$T/full/log.csv.tmp")"; fi
 

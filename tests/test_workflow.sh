@@ -130,7 +130,7 @@ if grep -E 'finished 6 \(status 2\), unfinished 0' run.stdout >/dev/null && grep
 else
     fail "summary: 6 finished, systems/s, atom-steps/s, StarPU worker table"; show stdout run.stdout
 fi
-hdr="step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K"
+hdr="step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K,pressure_bar,volume_A3"
 nrelax=$(awk -F, 'NR > 1 { print $2 }' run.relax.csv 2>/dev/null | sort -u | wc -l)
 nmd=$(awk -F, 'NR > 1 { print $2 }' run.md.csv 2>/dev/null | sort -u | wc -l)
 if [ "$(head -n 1 run.relax.csv 2>/dev/null)" = "$hdr" ] && [ "$(head -n 1 run.md.csv 2>/dev/null)" = "$hdr" ] \

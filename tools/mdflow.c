@@ -26,6 +26,8 @@
 #include "cli.h"
 #include "formats.h"
 #include "paths.h"
+#include "plot.h"
+#include "progress.h"
 #include "runner.h"
 #include "trajectory.h"
 #include "workflow.h"
@@ -79,6 +81,7 @@ typedef struct md_options {
     int64_t shards;
     int64_t ncpus, ncuda;
     int quiet;
+    double progress_every;    /* --progress-every S */
     /* relax */
     const char *optimizer;
     double fmax, energy_change;
@@ -109,7 +112,8 @@ static void usage_common(FILE *fp)
             "  --lammps-types A,B    elements of a LAMMPS data file's atom types 1, 2, ... (else from the\n"
             "                        '# Cu' comments of its Masses section, else the nearest element mass)\n"
             "  --log FILE            per-system CSV log: step,system_id,status,energy_eV,fmax_eV_per_A,\n"
-            "                        temperature_K\n"
+            "                        temperature_K,pressure_bar,volume_A3 (the last two empty unless\n"
+            "                        periodic in x, y and z; mdflow plot FILE draws it)\n"
             "  --log-every N         a CSV row per system every N steps (default: md 10, relax 1)\n"
             "  --trajectory FILE     frames every --trajectory-every steps from step 0, and each system's\n"
             "                        last state: FILE.h5md (H5MD; a name with {id}: a file per system,\n"
@@ -127,9 +131,10 @@ static void usage_common(FILE *fp)
             "                        written model.NAME or method.NAME (mdflow models, mdflow methods)\n"
             "  --plugin PATH.so      load a plugin first (repeatable; also MDFLOW_PLUGIN_PATH, ':'-separated\n"
             "                        files or folders of *.so)\n"
-            "  --lj-epsilon E        eV, for every element of the input (default 0.0104, argon);\n"
-            "                        --param epsilon=E with --model lj\n"
-            "  --lj-sigma S          Å (default 3.40; --param sigma=S)\n"
+            "  --lj-epsilon E        eV, for every element of the input; --param epsilon=E with --model lj\n"
+            "  --lj-sigma S          Å (--param sigma=S). Without these or --lj-species, lj has argon's\n"
+            "                        parameters (0.0104 eV, 3.40 Å) for argon only: another element\n"
+            "                        is refused (exit 2)\n"
             "  --lj-cutoff RC        Å (default 2.5 sigma; --param cutoff=RC)\n"
             "  --lj-species SYM:E:S:RC   per-element parameters (repeatable; replaces the three above)\n"
             "  --lj-pair A:B:E:S:RC  explicit pair (default: Lorentz-Berthelot mixing, eps = sqrt(eps_A eps_B),\n"
@@ -145,8 +150,13 @@ static void usage_common(FILE *fp)
             "  --chunk-atoms N       split a shard's model work above N atoms (default: automatic,\n"
             "                        1024-8192 from the batch size and the workers)\n"
             "  --window N            steps submitted ahead of completion (default 8)\n"
-            "  --sched NAME          StarPU scheduler (STARPU_SCHED wins), e.g. eager, lws, dmda\n"
+            "  --sched NAME          StarPU scheduler (STARPU_SCHED wins), e.g. eager, lws, dmda; an\n"
+            "                        unknown name (here or in STARPU_SCHED) is refused, listing them\n"
             "  --ncpus N, --ncuda N  StarPU workers (STARPU_NCPU/STARPU_NCUDA win)\n"
+            "  --progress-every S    progress on stderr (systems done / in flight / waiting, steps/s,\n"
+            "                        atom-steps/s, elapsed, ETA): on a terminal one line rewritten in\n"
+            "                        place, at most 4 times a second; otherwise a line every S seconds\n"
+            "                        (default 10; 0: none). --quiet: no progress line\n"
             "  --help                this text\n");
 }
 
@@ -180,9 +190,13 @@ static void usage_md(FILE *fp)
             "                        Temperatures (thermo rows, --log) are 2K/(Nf kB) per system, and the\n"
             "                        thermostats hold K at Nf kT/2: Nf = 3N - 3 (nve, nose-hoover, bussi,\n"
             "                        npt), 3N (langevin), 3 per free atom when atoms are frozen\n"
+            "                        Press(bar) (instantaneous, (2 KE + virial)/(3V), as LAMMPS's press) and\n"
+            "                        Volume(A^3) columns for systems periodic in x, y and z (\"-\" for\n"
+            "                        the others); batch totals: mean pressure, summed volume\n"
             "  --thermo-per-system   one row per system instead of batch totals\n"
             "  --thermo-file FILE    write thermo rows to FILE (default: standard output)\n"
             "  --quiet               no thermo rows on standard output (--thermo-file still written)\n"
+            "                        and no progress line\n"
             "  --wrap N              wrap positions into the cell every N steps\n"
             "  --drift-warn X        warn once per system whose conserved energy drifts by more than\n"
             "                        X eV/atom\n");
@@ -213,7 +227,8 @@ static void usage_relax(FILE *fp)
             "                        S GPa of the target, max |sigma_ij + P delta_ij| <= S, the stress\n"
             "                        sigma = -virial/V (default 0.01)\n"
             "  --max-steps N         give up after N steps (default 1000); unconverged systems keep\n"
-            "                        status 0 in --output and are listed\n");
+            "                        status 0 in --output and are listed\n"
+            "  --quiet               no progress line\n");
     usage_common(fp);
 }
 
@@ -236,6 +251,9 @@ static void usage_main(FILE *fp)
             "  methods    the registered integrators and optimisers with their parameters (NAME, default,\n"
             "             range, unit; set with --param NAME=VALUE or a stage's params:)\n"
             "  models     the registered models with their parameters (scalar, per element, per pair)\n"
+            "  plot       a PNG of a --log CSV: mdflow plot LOG.csv [-o OUT.png] (mdflow plot --help)\n"
+            "  version    the version of mdflow, of its plugin API and of StarPU, and CUDA yes/no\n"
+            "             (also --version)\n"
             "  help       this text\n\n"
             "methods and models accept --plugin PATH.so (repeatable), as md, relax and run do; every\n"
             "command also loads the plugins MDFLOW_PLUGIN_PATH names (':'-separated .so files or folders).\n");
@@ -261,6 +279,7 @@ static void md_options_init(md_options *o, command cmd)
     o->traj.every = cmd == CMD_RELAX ? 1 : 10;
     o->max_force = -1.0;
     o->drift = -1.0;
+    o->progress_every = PROGRESS_EVERY_DEFAULT;
 }
 
 enum {
@@ -269,7 +288,8 @@ enum {
     OPT_THERMO_FILE, OPT_SHARDS, OPT_CHUNK, OPT_WINDOW, OPT_SCHED, OPT_NCPUS, OPT_NCUDA, OPT_QUIET, OPT_HELP,
     OPT_ENSEMBLE, OPT_KEEPV, OPT_FRICTION, OPT_TAUT, OPT_CHAIN, OPT_PRESSURE, OPT_TAUP, OPT_COMPRESS, OPT_LOG,
     OPT_LOG_EVERY, OPT_NAN, OPT_MAXF, OPT_FREEZE, OPT_WRAP, OPT_DRIFT, OPT_OPTIMIZER, OPT_FMAX, OPT_DE,
-    OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN, OPT_CELL, OPT_SMAX, OPT_TRAJ, OPT_TRAJ_EVERY
+    OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN, OPT_CELL, OPT_SMAX, OPT_TRAJ, OPT_TRAJ_EVERY,
+    OPT_PROGRESS_EVERY
 };
 /* File formats (tools/formats.h). */
 enum { OPT_FORMAT = 1024, OPT_INPUT_FORMAT, OPT_LAMMPS_TYPES };
@@ -302,13 +322,15 @@ static const struct option md_long_options[] = {
     {"max-steps", required_argument, 0, OPT_MAX_STEPS}, {"param", required_argument, 0, OPT_PARAM},
     {"plugin", required_argument, 0, OPT_PLUGIN}, {"cell", no_argument, 0, OPT_CELL},
     {"smax", required_argument, 0, OPT_SMAX}, {"trajectory", required_argument, 0, OPT_TRAJ},
-    {"trajectory-every", required_argument, 0, OPT_TRAJ_EVERY}, {0, 0, 0, 0}};
+    {"trajectory-every", required_argument, 0, OPT_TRAJ_EVERY},
+    {"progress-every", required_argument, 0, OPT_PROGRESS_EVERY},
+    {0, 0, 0, 0}};
 
 /* Options that belong to one command only. */
 static int option_is_md_only(int c)
 {
     return c == OPT_INTEGRATOR || c == OPT_STEPS || c == OPT_DT || c == OPT_TEMP || c == OPT_THERMO ||
-           c == OPT_THERMO_SYS || c == OPT_THERMO_FILE || c == OPT_QUIET || c == OPT_ENSEMBLE || c == OPT_KEEPV ||
+           c == OPT_THERMO_SYS || c == OPT_THERMO_FILE || c == OPT_ENSEMBLE || c == OPT_KEEPV ||
            c == OPT_FRICTION || c == OPT_TAUT || c == OPT_CHAIN || c == OPT_TAUP ||
            c == OPT_COMPRESS || c == OPT_WRAP || c == OPT_DRIFT;
 }
@@ -410,10 +432,13 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_SHARDS: return cli_int64("--shards", optarg, &o->shards, err);
     case OPT_CHUNK: return int_option("--chunk-atoms", optarg, &o->md.chunk_atoms, err);
     case OPT_WINDOW: return int_option("--window", optarg, &o->md.window, err);
-    case OPT_SCHED: o->sched = optarg; return MDF_OK;
+    case OPT_SCHED: o->sched = optarg; return mdf_runtime_check_sched(optarg, "--sched", err);
     case OPT_NCPUS: return cli_int64_range("--ncpus", optarg, 0, INT_MAX, "a worker count >= 0", &o->ncpus, err);
     case OPT_NCUDA: return cli_int64_range("--ncuda", optarg, 0, INT_MAX, "a worker count >= 0", &o->ncuda, err);
     case OPT_QUIET: o->quiet = 1; return MDF_OK;
+    case OPT_PROGRESS_EVERY:
+        return cli_double_min("--progress-every", optarg, 0.0, 0, "seconds >= 0 (0: no progress line)",
+                              &o->progress_every, err);
     case OPT_LOG: o->log_file = optarg; return MDF_OK;
     case OPT_LOG_EVERY: return cli_int64("--log-every", optarg, &o->log_every, err);
     case OPT_TRAJ: o->traj.path = optarg; return MDF_OK;
@@ -941,6 +966,19 @@ static mdf_status check_files(const md_options *o, mdf_error *err)
     return st;
 }
 
+/* Elements of the input the model has no parameters for are refused
+ * (runner_check_model_elements: argon's defaults are argon's only). */
+static mdf_status check_model_elements(const md_options *o, const mdf_frame_list *frames, mdf_error *err)
+{
+    char where[4200];
+    snprintf(where, sizeof where, "--input %s", o->input);
+    return runner_check_model_elements(&o->model_cfg, frames, where,
+                                       "--lj-species SYM:EPSILON:SIGMA:CUTOFF for each element, --lj-epsilon E "
+                                       "--lj-sigma S for every element, or another model: --model eam:FILE, "
+                                       "--model kim:NAME",
+                                       err);
+}
+
 static mdf_status run_command(md_options *o, mdf_error *err)
 {
     mdf_frame_list frames;
@@ -950,6 +988,7 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     if (st == MDF_OK && frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s holds no structure", o->input);
     if (st == MDF_OK && o->output) st = fmt_check_count("--output", o->output, o->out_fmt, frames.count, err);
+    if (st == MDF_OK) st = check_model_elements(o, &frames, err);
     if (st == MDF_OK) runner_warn_mixed_cutoffs(&o->model_cfg, "--lj-pair A:B:EPSILON:SIGMA:RC");
     if (st == MDF_OK && o->cmd == CMD_MD) {
         char where[160];
@@ -982,6 +1021,8 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     if (st == MDF_OK)
         st = trajectory_open(&o->traj, batch, o->cmd == CMD_RELAX ? o->max_steps : o->md.steps, err);
     if (st == MDF_OK) st = build_stage(o, thermo.fp, freeze, &stage, err);
+    progress_line progress;
+    if (st == MDF_OK) progress_attach(&progress, stage, o->quiet, o->progress_every, o->cmd == CMD_RELAX);
     mdf_stage_report report;
     memset(&report, 0, sizeof report);
     if (st == MDF_OK) st = mdf_stage_run(stage, batch, model, &report, err);
@@ -1105,14 +1146,16 @@ static int print_kim_models(void)
 static void usage_run(FILE *fp)
 {
     fprintf(fp,
-            "usage: mdflow run [--check] [--resume | --sequential] [--plugin PATH.so] [FILE.yaml]\n"
+            "usage: mdflow run [--check] [--resume | --sequential] [--quiet] [--progress-every S]\n"
+            "                  [--plugin PATH.so] [FILE.yaml]\n"
             "Runs a workflow file: the input dataset, the model, named stages and their composition\n"
             "('relax + md' fuses them), the sampler's budgets for inflight batching, the outputs, the\n"
             "hooks and the scheduler. examples/relax_md.yaml documents every key. Without FILE, runs\n"
             "the built-in default (%s, found under $MDFLOW_DATA, %s or the source tree):\n"
             "FIRE relaxation to fmax 0.05 eV/Å, then Langevin NVT MD of 256 argon systems of mixed\n"
             "sizes with inflight batching.\n\n"
-            "  --check   read and check FILE, print the composition, run nothing\n"
+            "  --check   read and check FILE and its input (every element needs model parameters:\n"
+            "            lj's built-in ones are argon's), print the composition, run nothing\n"
             "  --resume  continue from the workflow's checkpoint (checkpoint: {path: FILE, every: N}):\n"
             "            systems finished before it are written again, the rest continue where they\n"
             "            were; it must belong to this workflow and input (the error says what differs)\n"
@@ -1120,6 +1163,10 @@ static void usage_run(FILE *fp)
             "            the sampler packs a batch within the same budgets, each stage runs on it in\n"
             "            turn until all its systems have left, then the next batch is built (no refills,\n"
             "            no checkpoints); the trajectories are the same, only the time differs\n"
+            "  --quiet   no progress line\n"
+            "  --progress-every S  the progress line (stderr: systems done / in flight / waiting,\n"
+            "            steps/s, elapsed, ETA): rewritten in place on a terminal, at most 4 times a\n"
+            "            second; otherwise a line every S seconds (default 10; 0: none)\n"
             "  --plugin PATH.so  load a plugin before the workflow is read (repeatable), as the\n"
             "            workflow's plugins: [PATH.so] does (paths relative to the workflow's folder there)\n"
             "  --help    this text\n\n"
@@ -1139,7 +1186,8 @@ static int run_workflow_command(int argc, char **argv)
     mdf_error err;
     mdf_error_clear(&err);
     const char *file = NULL;
-    int check_only = 0, resume = 0, sequential = 0;
+    int check_only = 0, resume = 0, sequential = 0, quiet = 0;
+    double progress_every = PROGRESS_EVERY_DEFAULT;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
             usage_run(stdout);
@@ -1153,6 +1201,16 @@ static int run_workflow_command(int argc, char **argv)
             }
             if (mdf_plugin_load(path, &err) != MDF_OK) return fail(&err);
         } else if (!strcmp(argv[k], "--check")) check_only = 1;
+        else if (!strcmp(argv[k], "--quiet")) quiet = 1;
+        else if (!strcmp(argv[k], "--progress-every")) {
+            if (k + 1 == argc) {
+                mdf_error_set(&err, MDF_ERR_INVALID, "--progress-every needs seconds: --progress-every S");
+                return fail(&err);
+            }
+            if (cli_double_min("--progress-every", argv[++k], 0.0, 0, "seconds >= 0 (0: no progress line)",
+                               &progress_every, &err) != MDF_OK)
+                return fail(&err);
+        }
         else if (!strcmp(argv[k], "--resume")) resume = 1;
         else if (!strcmp(argv[k], "--sequential")) sequential = 1;
         else if (argv[k][0] == '-' || file) {
@@ -1177,13 +1235,15 @@ static int run_workflow_command(int argc, char **argv)
     if (wf_load(file, &wf, &err) != MDF_OK) return fail(&err);
     wf.resume = resume;
     wf.sequential = sequential;
+    wf.quiet = quiet;
+    wf.progress_every = progress_every;
     char comp[512];
     wf_composition_text(&wf, comp, sizeof comp);
     printf("mdflow: %s %s: %s of %s, %s (at most %lld atoms in flight)\n",
            is_default ? "default workload, workflow" : "workflow", file, comp, wf.input,
            sequential ? "stages in sequence on static batches" : "inflight batching",
            (long long)wf.sampler.max_atoms);
-    if (check_only) return 0;
+    if (check_only) return wf_check_input(&wf, &err) == MDF_OK ? 0 : fail(&err);
     fflush(stdout);
     return wf_run(&wf, &err) == MDF_OK ? 0 : fail(&err);
 }
@@ -1216,6 +1276,24 @@ static int listing_command(int argc, char **argv, void (*print)(void))
     return 0;
 }
 
+/* mdflow --version: what this program is and what it runs on. */
+static int print_version(void)
+{
+    mdf_runtime_versions_info v;
+    mdf_runtime_versions(&v);
+#ifdef MDF_USE_CUDA
+    const char *cuda = "yes";
+#else
+    const char *cuda = "no";
+#endif
+    printf("mdflow %s\n", PACKAGE_VERSION);
+    printf("plugin API version %d (MDFLOW_API_VERSION)\n", MDFLOW_API_VERSION);
+    printf("StarPU %d.%d.%d (built against), %d.%d.%d (running)\n", v.built[0], v.built[1], v.built[2],
+           v.running[0], v.running[1], v.running[2]);
+    printf("CUDA %s (StarPU %s CUDA)\n", cuda, v.starpu_cuda ? "with" : "without");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     mdf_error err;
@@ -1227,6 +1305,8 @@ int main(int argc, char **argv)
         usage_main(stdout);
         return 0;
     }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) return print_version();
+    if (!strcmp(cmd, "plot")) return plot_command(argc - 1, argv + 1);
     /* MDFLOW_PLUGIN_PATH first, for every command: its entries are then
      * names like the built-ins'. */
     if (mdf_plugin_load_env(&err) != MDF_OK) return fail(&err);

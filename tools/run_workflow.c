@@ -12,6 +12,7 @@
 #include <time.h>
 #include "formats.h"
 #include "paths.h"
+#include "progress.h"
 #include "runner.h"
 #include "trajectory.h"
 #include "workflow.h"
@@ -77,6 +78,22 @@ static mdf_status at_line(mdf_error *err, const mdf_workflow *wf, int line, cons
 
 /* ---- the model ------------------------------------------------------------------------ */
 
+/* The input dataset, in the format of its name (tools/formats.h); and
+ * whether output.structures can hold that many systems (a LAMMPS data file
+ * one, unless its name has {id}), said before the run. */
+static mdf_status read_input(const mdf_workflow *wf, mdf_frame_list *frames, mdf_error *err)
+{
+    fmt_kind k = FMT_XYZ, out = FMT_XYZ;
+    mdf_status st = fmt_choose("input", wf->input, NULL, NULL, &k, err);
+    if (st == MDF_OK) st = fmt_read("input", wf->input, k, NULL, 0, frames, err);
+    if (st == MDF_OK && *wf->structures) st = fmt_choose("output.structures", wf->structures, NULL, NULL, &out, err);
+    if (st == MDF_OK && *wf->structures) {
+        st = fmt_check_count("output.structures", wf->structures, out, frames->count, err);
+        if (st != MDF_OK) st = at_line(err, wf, wf->output_line, "output");
+    }
+    return st;
+}
+
 /* With model.species, every element of the input must be listed. */
 static mdf_status check_species(const mdf_workflow *wf, const mdf_frame_list *frames, mdf_error *err)
 {
@@ -93,6 +110,32 @@ static mdf_status check_species(const mdf_workflow *wf, const mdf_frame_list *fr
                                  sym ? sym : "?", wf->model.name);
         }
     return MDF_OK;
+}
+
+/* Every element of the input has parameters somebody chose: model.species
+ * lists it, or the model's own rule (runner_check_model_elements). */
+static mdf_status check_model_elements(const mdf_workflow *wf, const mdf_frame_list *frames, mdf_error *err)
+{
+    char where[8400];
+    snprintf(where, sizeof where, "%s:%d: input %s", wf->path, wf->model_line > 0 ? wf->model_line : 1, wf->input);
+    mdf_status st = check_species(wf, frames, err);
+    if (st == MDF_OK)
+        st = runner_check_model_elements(&wf->model, frames, where,
+                                         "model: {type: lj, species: [{element: X, epsilon: E, sigma: S}, ...]} "
+                                         "for each element, model: {type: lj, params: {epsilon: E, sigma: S}} for "
+                                         "every element, or another model (type: eam, file: FILE; type: kim:NAME)",
+                                         err);
+    return st;
+}
+
+mdf_status wf_check_input(const mdf_workflow *wf, mdf_error *err)
+{
+    mdf_frame_list frames;
+    mdf_frame_list_init(&frames);
+    mdf_status st = read_input(wf, &frames, err);
+    if (st == MDF_OK) st = check_model_elements(wf, &frames, err);
+    mdf_frame_list_free(&frames);
+    return st;
 }
 
 /* The stage's hooks by registered name, in the order listed. */
@@ -416,22 +459,6 @@ typedef struct run_state {
     run_sinks sinks;
 } run_state;
 
-/* The input dataset, in the format of its name (tools/formats.h); and
- * whether output.structures can hold that many systems (a LAMMPS data file
- * one, unless its name has {id}), said before the run. */
-static mdf_status read_input(const mdf_workflow *wf, mdf_frame_list *frames, mdf_error *err)
-{
-    fmt_kind k = FMT_XYZ, out = FMT_XYZ;
-    mdf_status st = fmt_choose("input", wf->input, NULL, NULL, &k, err);
-    if (st == MDF_OK) st = fmt_read("input", wf->input, k, NULL, 0, frames, err);
-    if (st == MDF_OK && *wf->structures) st = fmt_choose("output.structures", wf->structures, NULL, NULL, &out, err);
-    if (st == MDF_OK && *wf->structures) {
-        st = fmt_check_count("output.structures", wf->structures, out, frames->count, err);
-        if (st != MDF_OK) st = at_line(err, wf, wf->output_line, "output");
-    }
-    return st;
-}
-
 /* Opens the run's HDF5 outputs (continued, not replaced, on --resume: the
  * checkpoint cuts them back to where it was taken). */
 static mdf_status open_sinks(const mdf_workflow *wf, run_sinks *sk, mdf_error *err)
@@ -472,7 +499,7 @@ static mdf_status prepare(const mdf_workflow *wf, run_state *rs, mdf_error *err)
     if (st == MDF_OK && rs->frames.count == 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: input %s holds no structure: give an extended XYZ file "
                            "with at least one frame", wf->path, wf->input_line, wf->input);
-    if (st == MDF_OK) st = check_species(wf, &rs->frames, err);
+    if (st == MDF_OK) st = check_model_elements(wf, &rs->frames, err);
     /* Every system goes through every stage: a variable-cell relaxation needs
      * them all periodic (found here, before inflight batching brings them in). */
     for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {
@@ -575,7 +602,10 @@ static mdf_status run_inflight(const mdf_workflow *wf, run_state *rs, mdf_stage_
     ic.checkpoint_path = *wf->checkpoint ? wf->checkpoint : NULL;
     ic.checkpoint_every = wf->checkpoint_every;
     ic.resume = wf->resume;
+    progress_line progress; /* the stage's sub-stages: systems leave as they finish the composition */
+    progress_attach(&progress, rs->stage, wf->quiet, wf->progress_every, 1);
     mdf_status st = mdf_stage_run_inflight(rs->stage, rs->model, &ic, report, err);
+    mdf_stage_set_progress(rs->stage, NULL, NULL, 0.0);
     if (st != MDF_OK && wf->resume && rs->col.err.code == MDF_OK && report->steps == 0 &&
         (err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE) && strstr(err->message, "checkpoint"))
         st = at_line(err, wf, wf->checkpoint_line, "--resume");

@@ -330,3 +330,51 @@ mdf_status runner_nonfinite_error(const runner_nonfinite *n, const char *hint, m
                          "they exploded (no NaN check stopped them): %s",
                          n->count, n->total, n->names, hint);
 }
+
+/* ---- no invented physics ------------------------------------------------------------- */
+
+#define ARGON_Z 18
+
+/* Whether a scalar setting named `name` was given. */
+static int has_scalar(const runner_model *m, const char *name)
+{
+    for (int k = 0; k < m->n; k++)
+        if (m->s[k].kind == RUNNER_SCALAR && !strcmp(m->s[k].name, name)) return 1;
+    return 0;
+}
+
+/* Whether the configured lj model has parameters for element z that
+ * somebody chose (see runner_check_model_elements). */
+static int lj_has_element(const runner_model *m, int z)
+{
+    if (runner_model_count(m, RUNNER_SPECIES) > 0) return runner_model_has_species(m, z);
+    return has_scalar(m, "epsilon") || has_scalar(m, "sigma") || z == ARGON_Z;
+}
+
+mdf_status runner_check_model_elements(const runner_model *m, const mdf_frame_list *frames, const char *where,
+                                       const char *fix, mdf_error *err)
+{
+    if (strcmp(m->name, "lj") != 0) return MDF_OK;
+    char seen[119] = {0}, names[400] = "";
+    size_t first = 0, nmissing = 0, used = 0;
+    for (size_t i = 0; i < frames->count; i++)
+        for (int64_t a = 0; a < frames->frames[i].natoms; a++) {
+            int z = frames->frames[i].numbers[a];
+            if (z < 1 || z > 118 || seen[z] || lj_has_element(m, z)) continue;
+            seen[z] = 1;
+            if (nmissing++ == 0) first = i;
+        }
+    if (nmissing == 0) return MDF_OK;
+    for (int z = 1; z <= 118 && used + 8 < sizeof names; z++) /* in order of atomic number */
+        if (seen[z]) used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                                              mdf_element_symbol(z));
+    int defaults = runner_model_count(m, RUNNER_SPECIES) == 0;
+    return mdf_error_set(err, MDF_ERR_INVALID,
+                         "%s holds %s (the first in system %zu), and model lj has no parameters for %s%s: give "
+                         "them: %s",
+                         where, names, first, nmissing == 1 ? "it" : "them",
+                         defaults ? " (its built-in ones, epsilon 0.0104 eV and sigma 3.40 Å, are argon's and are "
+                                    "used for argon only)"
+                                  : " (no per-element row)",
+                         fix);
+}

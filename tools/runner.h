@@ -129,3 +129,18 @@ mdf_status runner_nonfinite_error(const runner_nonfinite *n, const char *hint, m
 const char *runner_find_data(const char *relative);
 
 #endif
+
+/* ---- no invented physics ------------------------------------------------------------
+ *
+ * The lj model's built-in parameters are argon's (epsilon 0.0104 eV, sigma
+ * 3.40 Å): they are right for argon and for nothing else. An element of the
+ * input the configured lj model has no parameters of its own for is refused:
+ * with per-element rows, every element needs its row; without them, the
+ * scalar epsilon or sigma given (--lj-epsilon, --param, a workflow's
+ * params:) applies to every element, as the user chose; with neither, only
+ * argon has parameters. Other models decide for themselves (a file, a KIM
+ * model). MDF_ERR_INVALID naming the elements and the first system holding
+ * one; `where` starts the message (the input, a workflow's line) and `fix`
+ * ends it (how to give parameters, in the caller's words). */
+mdf_status runner_check_model_elements(const runner_model *m, const mdf_frame_list *frames, const char *where,
+                                       const char *fix, mdf_error *err);

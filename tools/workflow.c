@@ -860,6 +860,11 @@ static mdf_status parse_scheduler(wf_ctx *c, const yaml_node_t *n, mdf_workflow 
     yaml_node_t *x;
     if (st == MDF_OK && (x = lookup(c, n, "name")))
         st = get_string(c, x, "scheduler.name", "dmda (or eager, lws, ...)", wf->sched, sizeof wf->sched);
+    if (st == MDF_OK && x && *wf->sched && mdf_runtime_check_sched(wf->sched, "scheduler.name", c->err) != MDF_OK) {
+        char msg[sizeof c->err->message];
+        snprintf(msg, sizeof msg, "%s", c->err->message);
+        st = fail_at(c, x, MDF_ERR_INVALID, "%s", msg);
+    }
     if (st == MDF_OK && (x = lookup(c, n, "ncpus"))) st = get_int(c, x, "scheduler.ncpus", -1, 4096, &wf->ncpus);
     if (st == MDF_OK && (x = lookup(c, n, "ncuda"))) st = get_int(c, x, "scheduler.ncuda", -1, 64, &wf->ncuda);
     if (st == MDF_OK && (x = lookup(c, n, "shards"))) st = get_int(c, x, "scheduler.shards", 0, 1 << 20, &wf->shards);

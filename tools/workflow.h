@@ -107,6 +107,8 @@ typedef struct mdf_workflow {
     int64_t checkpoint_every;      /* steps (0: only at exit) */
     int checkpoint_line;
     int resume;                    /* set by `mdflow run --resume`, not by the file */
+    int quiet;                     /* `mdflow run --quiet`: no progress line */
+    double progress_every;         /* `mdflow run --progress-every S` (off a terminal) */
     int sequential;                /* set by `mdflow run --sequential`: the stages one after
                                     * another on static batches, no fusion, no refill */
 } mdf_workflow;
@@ -135,5 +137,9 @@ int wf_hdf5_kind(const char *path);
  * a batch within the same budgets, each stage runs on it in turn until all
  * its systems have left, then the next batch is built (no checkpoints). */
 mdf_status wf_run(const mdf_workflow *wf, mdf_error *err);
+
+/* For --check: reads the input and checks that the model has parameters for
+ * each of its elements (what wf_run checks first), running nothing. */
+mdf_status wf_check_input(const mdf_workflow *wf, mdf_error *err);
 
 #endif

@@ -66,12 +66,18 @@ typedef struct mdf_hook_row {
     double fmax;          /* eV/Å at the last convergence check (NaN if none) */
     double temperature;   /* K, 2 kinetic / (dof k_B); 0 when dof is 0 */
     double virial_trace;  /* eV */
-    double volume;        /* Å³ of the cell (0 without one) */
+    double volume;        /* Å³ of the cell when periodic in x, y and z
+                           * (0 otherwise: no volume, no pressure) */
     double dof;           /* degrees of freedom of the kinetic energy: 3 per
                            * free (not frozen) atom, less 3 when no atom is
                            * frozen and the method conserves the total
                            * momentum (all MD methods but Langevin) */
 } mdf_hook_row;
+
+/* The instantaneous pressure of a row in bar, as LAMMPS's thermo `press`:
+ * (2 kinetic + virial_trace) / (3 volume); NaN when the row has no volume
+ * (not periodic in x, y and z). */
+double mdf_hook_row_pressure_bar(const mdf_hook_row *r);
 
 typedef struct mdf_hook_event {
     mdf_hook_point point;

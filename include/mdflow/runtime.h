@@ -23,6 +23,22 @@ void mdf_runtime_config_init(mdf_runtime_config *cfg);
 mdf_status mdf_runtime_start(const mdf_runtime_config *cfg, mdf_error *err);
 void mdf_runtime_stop(void);
 
+/* MDF_OK when `name` (NULL or "": none) is a scheduling policy of the
+ * linked StarPU; else MDF_ERR_INVALID naming it after `where` (the option
+ * or key) and listing the valid ones. mdf_runtime_start checks the
+ * configured name and STARPU_SCHED so (StarPU would warn and fall back on
+ * its default); callers may check earlier. No StarPU needs to run. */
+mdf_status mdf_runtime_check_sched(const char *name, const char *where, mdf_error *err);
+
+/* The StarPU version mdflow was compiled against and the one it runs with
+ * (major, minor, release), and whether that StarPU was built with CUDA. */
+typedef struct mdf_runtime_versions_info {
+    int built[3];
+    int running[3];
+    int starpu_cuda;
+} mdf_runtime_versions_info;
+void mdf_runtime_versions(mdf_runtime_versions_info *v);
+
 /* Idle StarPU workers poll for tasks, which takes CPU time from host-only
  * work (formatting output) on a machine with one worker per core. Pausing
  * puts them to sleep until mdf_runtime_resume; only while no task is

@@ -154,6 +154,28 @@ typedef struct mdf_stage_report {
  * its error, naming systems, fields and step; what hooks wrote stays. */
 mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_report *report, mdf_error *err);
 
+/* ---- progress --------------------------------------------------------------
+ *
+ * What a run has done so far, from the host's own bookkeeping: the steps it
+ * submitted, the censuses the stage's convergence checks already report, the
+ * sampler's counts. Reading it adds no task and no wait. */
+typedef struct mdf_progress {
+    int64_t steps;            /* steps completed, about: those submitted less the window in flight */
+    int64_t max_steps;        /* the run's step limit */
+    int64_t systems;          /* systems the run has (batch, or the sampler's dataset) */
+    int64_t done;             /* of those, systems that left the stage (converged, budget, failed) */
+    int64_t in_flight;        /* in the batch, in the stage */
+    int64_t waiting;          /* in the sampler, not yet in the batch (inflight batching) */
+    int64_t atoms;            /* atoms in the batch */
+    double elapsed_s;         /* since the run began */
+    int finished;             /* 1: the last call, after the run's last task */
+} mdf_progress;
+/* Called on the host thread that runs the stage, at most every interval_s
+ * seconds while it submits steps, and once with finished = 1 at the end. */
+typedef void (*mdf_progress_fn)(void *user, const mdf_progress *p);
+/* fn NULL: no progress (the default). A fused stage keeps its first part's. */
+void mdf_stage_set_progress(mdf_stage *s, mdf_progress_fn fn, void *user, double interval_s);
+
 /* ---- inflight batching ------------------------------------------------------ */
 
 /* Receives each system once, on the host: when it reaches the stage's exit

@@ -1,7 +1,8 @@
 /* mdflow — the CSV log hook: one row per system every N steps,
  *
- *   step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K
+ *   step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K,pressure_bar,volume_A3
  *
+ * (pressure and volume empty for a system not periodic in x, y and z)
  * for the stage's systems and those that just converged (step: the stage's
  * step). The row collector hands over the rows of one step in batch order,
  * steps in order; each step's block is formatted into one buffer, written
@@ -29,8 +30,8 @@
 #include "../rows.h"
 #include "mdflow/extension.h"
 
-#define LOG_HEADER "step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K\n"
-#define LOG_ROW_MAX 160 /* bytes of one row, generously */
+#define LOG_HEADER "step,system_id,status,energy_eV,fmax_eV_per_A,temperature_K,pressure_bar,volume_A3\n"
+#define LOG_ROW_MAX 224 /* bytes of one row, generously */
 
 typedef struct log_impl {
     char *path, *tmp_path;
@@ -173,6 +174,10 @@ static void log_emit(void *user, int64_t step, const mdf_hook_row *rows, size_t 
         p = put_double(p, r->fmax);
         *p++ = ',';
         p = put_double(p, r->temperature);
+        *p++ = ',';
+        if (r->volume > 0.0) p = put_double(p, mdf_hook_row_pressure_bar(r));
+        *p++ = ',';
+        if (r->volume > 0.0) p = put_double(p, r->volume);
         *p++ = '\n';
     }
     size_t len = (size_t)(p - L->buf);
@@ -306,7 +311,7 @@ static void log_free(void *p)
     free(L);
 }
 
-static const mdf_hook_ops log_ops = {.kind = "log", .needs = MDF_HOOK_NEEDS_FMAX, .begin = log_begin,
+static const mdf_hook_ops log_ops = {.kind = "log", .needs = MDF_HOOK_NEEDS_FMAX | MDF_HOOK_NEEDS_VIRIAL, .begin = log_begin,
                                      .submit = log_submit, .end = log_end, .destroy_impl = log_free,
                                      .save = log_save, .restore = log_restore};
 
@@ -349,5 +354,5 @@ static mdf_status log_create_named(const void *params, mdf_hook **out, mdf_error
 }
 
 const mdf_hook_def mdf_hook_def_log = {MDFLOW_API_VERSION, "log",
-                                       "per-system CSV rows: step, id, status, energy, fmax, temperature",
+                                       "per-system CSV rows: step, id, status, energy, fmax, temperature, pressure, volume",
                                        log_defs, sizeof(log_params), log_create_named};

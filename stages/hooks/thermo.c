@@ -1,5 +1,10 @@
 /* mdflow — the thermo hook: LAMMPS-style rows (Step, Time, PotEng, KinEng,
- * TotEng, Temp), summed over the batch or one per system, every N steps.
+ * TotEng, Temp, and Press, Volume for periodic systems), summed over the
+ * batch or one per system, every N steps. Press and Volume are columns when
+ * a system of the first row's step is periodic in x, y and z (the header
+ * waits for that step); a system without a volume then shows "-" in them.
+ * Batch totals give the mean pressure and the summed volume of the periodic
+ * systems.
  * A failed write (a full disk) stops the run at once: steps whose rows can
  * no longer be written are not worth running. */
 #include <errno.h>
@@ -17,6 +22,8 @@ typedef struct thermo_impl {
     mdf_rows *rows;
     mdf_run_control *ctl;
     int failed;        /* errno of the first failed write (0: none) */
+    int header;        /* the header was printed */
+    int cell_columns;  /* Press and Volume columns */
 } thermo_impl;
 
 /* Stops the run on the first failed write (the stream's owner names the file). */
@@ -30,14 +37,27 @@ static void check_written(thermo_impl *t, int64_t step)
                      strerror(t->failed));
 }
 
-static void print_header(const thermo_impl *t)
+static void print_header(thermo_impl *t, const mdf_hook_row *rows, size_t n)
 {
+    for (size_t i = 0; i < n; i++) t->cell_columns |= rows[i].volume > 0.0;
+    t->header = 1;
     if (t->per_system)
-        fprintf(t->out, "%10s %10s %14s %20s %20s %20s %14s\n", "Step", "System", "Time(fs)", "PotEng(eV)",
+        fprintf(t->out, "%10s %10s %14s %20s %20s %20s %14s", "Step", "System", "Time(fs)", "PotEng(eV)",
                 "KinEng(eV)", "TotEng(eV)", "Temp(K)");
     else
-        fprintf(t->out, "%10s %14s %20s %20s %20s %14s\n", "Step", "Time(fs)", "PotEng(eV)", "KinEng(eV)",
+        fprintf(t->out, "%10s %14s %20s %20s %20s %14s", "Step", "Time(fs)", "PotEng(eV)", "KinEng(eV)",
                 "TotEng(eV)", "Temp(K)");
+    if (t->cell_columns) fprintf(t->out, " %16s %16s", "Press(bar)", "Volume(A^3)");
+    fputc('\n', t->out);
+}
+
+/* The Press and Volume columns of a row (volume 0: none, "-"), then the
+ * end of the line. */
+static void print_cell_columns(const thermo_impl *t, double pressure, double volume)
+{
+    if (t->cell_columns && volume > 0.0) fprintf(t->out, " %16.4f %16.4f", pressure, volume);
+    else if (t->cell_columns) fprintf(t->out, " %16s %16s", "-", "-");
+    fputc('\n', t->out);
 }
 
 /* Rows of one step, batch order (every system of the batch). */
@@ -45,22 +65,30 @@ static void print_rows(void *user, int64_t step, const mdf_hook_row *rows, size_
 {
     thermo_impl *t = (thermo_impl *)user;
     if (n == 0 || t->failed) return;
+    if (!t->header) print_header(t, rows, n);
     if (t->per_system) {
         for (size_t i = 0; i < n; i++) {
             const mdf_hook_row *r = &rows[i];
-            fprintf(t->out, "%10lld %10lld %14.4f %20.10f %20.10f %20.10f %14.4f\n", (long long)r->step,
+            fprintf(t->out, "%10lld %10lld %14.4f %20.10f %20.10f %20.10f %14.4f", (long long)r->step,
                     (long long)r->id, (double)r->step * t->dt_fs, r->energy, r->kinetic, r->energy + r->kinetic,
                     r->temperature);
+            print_cell_columns(t, mdf_hook_row_pressure_bar(r), r->volume);
         }
     } else {
-        double pe = 0.0, ke = 0.0, dof = 0.0;
+        double pe = 0.0, ke = 0.0, dof = 0.0, press = 0.0, volume = 0.0;
+        size_t periodic = 0;
         for (size_t i = 0; i < n; i++) {
             pe += rows[i].energy;
             ke += rows[i].kinetic;
             dof += rows[i].dof;
+            if (!(rows[i].volume > 0.0)) continue;
+            press += mdf_hook_row_pressure_bar(&rows[i]);
+            volume += rows[i].volume;
+            periodic++;
         }
-        fprintf(t->out, "%10lld %14.4f %20.10f %20.10f %20.10f %14.4f\n", (long long)rows[0].step,
+        fprintf(t->out, "%10lld %14.4f %20.10f %20.10f %20.10f %14.4f", (long long)rows[0].step,
                 (double)rows[0].step * t->dt_fs, pe, ke, pe + ke, dof > 0.0 ? 2.0 * ke / (dof * MDF_KB) : 0.0);
+        print_cell_columns(t, periodic ? press / (double)periodic : 0.0, volume);
     }
     check_written(t, step);
 }
@@ -72,10 +100,8 @@ static mdf_status thermo_begin(mdf_hook *h, const mdf_hook_begin *b, mdf_error *
     t->rows = NULL;
     t->ctl = b->ctl;
     t->failed = 0;
-    mdf_status st = mdf_rows_create(b->b, 0, h->every, b->window, print_rows, t, &t->rows, err);
-    if (st == MDF_OK) print_header(t);
-    if (st == MDF_OK) check_written(t, 0);
-    return st;
+    t->header = t->cell_columns = 0;
+    return mdf_rows_create(b->b, 0, h->every, b->window, print_rows, t, &t->rows, err);
 }
 
 static int thermo_submit(mdf_hook *h, const mdf_hook_ctx *c)
