@@ -144,10 +144,62 @@ static void extent_box(const mdf_frame *f, mdf_lmp_box *b)
     }
 }
 
+/* How far along box direction d the point r (box orientation) lies from
+ * the box's lower face, in Å along that axis (LAMMPS's lamda_d times L_d). */
+static double offset_along(const mdf_lmp_box *b, const double r[3], int d)
+{
+    double lz = (r[2] - b->lo[2]) / (b->hi[2] - b->lo[2]);
+    if (d == 2) return r[2] - b->lo[2];
+    double ly = (r[1] - b->lo[1] - b->yz * lz) / (b->hi[1] - b->lo[1]);
+    if (d == 1) return r[1] - b->lo[1] - b->yz * lz;
+    return r[0] - b->lo[0] - b->xy * ly - b->xz * lz;
+}
+
+/* LAMMPS loses atoms outside the box along a non-periodic direction ("Did
+ * not assign all atoms correctly"): such a direction is widened, with 1 Å
+ * to spare, to hold every atom. z first, then y, then x, since the lower
+ * directions' fractions depend on the higher ones through the tilts. A box
+ * that holds its atoms is left as it is, so files round-trip exactly. */
+static void fit_open_directions(const mdf_frame *f, mdf_lmp_box *b)
+{
+    for (int d = 2; d >= 0; d--) {
+        if (f->pbc[d] || f->natoms == 0) continue;
+        double len = b->hi[d] - b->lo[d], smin = INFINITY, smax = -INFINITY, r[3];
+        for (int64_t a = 0; a < f->natoms; a++) {
+            mdf_lmp_box_vec(b, f->positions + 3 * a, r);
+            double s = offset_along(b, r, d);
+            smin = fmin(smin, s);
+            smax = fmax(smax, s);
+        }
+        if (smin >= 0.0 && smax < len) continue;
+        double lo = b->lo[d];
+        if (smin < 0.0) b->lo[d] = lo + smin - 1.0;
+        if (smax >= len) b->hi[d] = lo + smax + 1.0;
+    }
+}
+
+/* A cell vector of zero length along a non-periodic direction (ASE's slabs
+ * without vacuum) becomes the unit normal of the other two, so the box has
+ * a volume; fit_open_directions then gives it the atoms' extent. */
+static void fill_open_vector(const double *c, const int *pbc, double *out)
+{
+    memcpy(out, c, 9 * sizeof *out);
+    for (int d = 0; d < 3; d++) {
+        const double *v = c + 3 * d, *p = c + 3 * ((d + 1) % 3), *q = c + 3 * ((d + 2) % 3);
+        if (pbc[d] || v[0] != 0.0 || v[1] != 0.0 || v[2] != 0.0) continue;
+        double n[3] = {p[1] * q[2] - p[2] * q[1], p[2] * q[0] - p[0] * q[2], p[0] * q[1] - p[1] * q[0]};
+        double len = sqrt(dot3(n, n));
+        if (len == 0.0) return; /* two zero vectors: left to the flat-cell error */
+        for (int k = 0; k < 3; k++) out[3 * d + k] = n[k] / len;
+    }
+}
+
 mdf_status mdf_lmp_box_of(const mdf_frame *f, const char *name, size_t fi, mdf_lmp_box *b, mdf_error *err)
 {
     memset(b, 0, sizeof *b);
-    const double *c = f->cell;
+    double filled[9];
+    fill_open_vector(f->cell, f->pbc, filled);
+    const double *c = filled;
     if (cell_is_zero(c)) {
         extent_box(f, b);
         return MDF_OK;
@@ -171,6 +223,7 @@ mdf_status mdf_lmp_box_of(const mdf_frame *f, const char *name, size_t fi, mdf_l
     b->xz = l[6];
     b->yz = l[7];
     reduce_tilts(b, f->pbc);
+    fit_open_directions(f, b);
     b->triclinic = b->xy != 0.0 || b->xz != 0.0 || b->yz != 0.0;
     return MDF_OK;
 }
@@ -390,14 +443,22 @@ static int starts_number(const char *s)
 
 static int tok_is(const data_reader *r, int i, const char *word) { return i < r->ntok && !strcmp(r->tok[i], word); }
 
-/* Header counts mdflow does not use (bonds, …): only zero makes sense for
- * atom_style atomic and charge, which the Atoms section checks. */
+/* Header lines mdflow does not use: type counts of bonded styles ("2 bond
+ * types", "1 extra bond per atom") are harmless. */
 static int ignorable_header(const data_reader *r)
 {
-    static const char *const last[] = {"bonds", "angles", "dihedrals", "impropers", "types", "atom",
+    return tok_is(r, r->ntok - 1, "types") || tok_is(r, r->ntok - 1, "atom");
+}
+
+/* Bonds, angles, …, ellipsoids or bodies: a file of another atom_style,
+ * whose Atoms rows (id mol type x y z …) would be misread as atomic or
+ * charge rows. Only a count of zero is accepted. */
+static int bonded_header(const data_reader *r)
+{
+    static const char *const last[] = {"bonds", "angles", "dihedrals", "impropers",
                                        "ellipsoids", "lines", "triangles", "bodies", NULL};
     for (int k = 0; last[k]; k++)
-        if (tok_is(r, r->ntok - 1, last[k])) return 1;
+        if (r->ntok == 2 && tok_is(r, 1, last[k])) return 1;
     return 0;
 }
 
@@ -437,6 +498,12 @@ static mdf_status header_line(data_reader *r, mdf_error *err)
                 return fail_at(r, err, "'%s' is not a number: the tilt line is 'XY XZ YZ xy xz yz'", r->tok[k]);
         return MDF_OK;
     }
+    if (bonded_header(r) && parse_ll(r->tok[0], &n)) {
+        if (n == 0) return MDF_OK;
+        return fail_at(r, err, "'%s %s': mdflow reads atom_style atomic and charge data files, which have no %s; "
+                       "write the file with one of those styles (LAMMPS: atom_style atomic, then write_data)",
+                       r->tok[0], r->tok[1], r->tok[1]);
+    }
     if (ignorable_header(r) && parse_ll(r->tok[0], &n)) return MDF_OK;
     return fail_at(r, err, "'%s' is not a header line of a LAMMPS data file (N atoms, N atom types, "
                    "XLO XHI xlo xhi, …, XY XZ YZ xy xz yz) nor a section name (Masses, Atoms, Velocities, …)",
@@ -450,9 +517,11 @@ static void title_pbc(data_reader *r)
     const char *p = strstr(r->line, "pbc=\"");
     if (!p) return;
     p += 5;
-    for (int d = 0; d < 3; d++, p += 2) {
+    for (int d = 0; d < 3; d++) {
         if (p[0] != 'T' && p[0] != 'F') return;
         r->pbc[d] = p[0] == 'T';
+        if (d < 2 && p[1] != ' ') return; /* "T T F": never step past the string's end */
+        p += 2;
     }
 }
 
@@ -674,19 +743,27 @@ static mdf_status check_atoms(data_reader *r, mdf_error *err)
 
 static mdf_status set_velocities(const data_reader *r, mdf_frame *f, mdf_error *err)
 {
-    for (long long k = 0; k < r->nvel; k++) {
+    if (r->nvel != r->natoms)
+        return mdf_error_set(err, MDF_ERR_PARSE, "%s: the Velocities section lists %lld of the %lld atoms: give every "
+                             "atom a velocity, or drop the section", r->path, r->nvel, r->natoms);
+    unsigned char *seen = calloc((size_t)r->natoms, 1);
+    if (!seen) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the velocities of %s", r->path);
+    mdf_status st = MDF_OK;
+    for (long long k = 0; st == MDF_OK && k < r->nvel; k++) {
         const data_velocity *v = &r->vel[k];
         data_atom key = {.id = v->id};
         const data_atom *a = bsearch(&key, r->atoms, (size_t)r->natoms, sizeof *r->atoms, by_id);
         if (!a)
-            return mdf_error_set(err, MDF_ERR_PARSE, "%s:%ld: velocity of atom %lld, which the Atoms section does not list",
-                                 r->path, v->line, v->id);
-        for (int d = 0; d < 3; d++) f->velocities[3 * (a - r->atoms) + d] = v->v[d] / MDF_METAL_VELOCITY_PER_INTERNAL;
+            st = mdf_error_set(err, MDF_ERR_PARSE, "%s:%ld: velocity of atom %lld, which the Atoms section does not list",
+                               r->path, v->line, v->id);
+        else if (seen[a - r->atoms]++) /* a repeat leaves another atom without one */
+            st = mdf_error_set(err, MDF_ERR_PARSE, "%s:%ld: the velocity of atom %lld is given twice: give each atom "
+                               "one line", r->path, v->line, v->id);
+        for (int d = 0; st == MDF_OK && d < 3; d++)
+            f->velocities[3 * (a - r->atoms) + d] = v->v[d] / MDF_METAL_VELOCITY_PER_INTERNAL;
     }
-    if (r->nvel != r->natoms)
-        return mdf_error_set(err, MDF_ERR_PARSE, "%s: the Velocities section lists %lld of the %lld atoms: give every "
-                             "atom a velocity, or drop the section", r->path, r->nvel, r->natoms);
-    return MDF_OK;
+    free(seen);
+    return st;
 }
 
 static mdf_status set_charges(const data_reader *r, mdf_frame *f, mdf_error *err)

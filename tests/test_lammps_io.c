@@ -121,14 +121,15 @@ static mdf_model *eam_cu(void)
 
 static const char lj_pair[] = "pair_style lj/cut 8.5\npair_coeff 1 1 0.0104 3.40\n";
 
-/* LAMMPS's potential and kinetic energy of the data file md.data. */
-static void lammps_pe_ke(const char *pair, double *pe, double *ke)
+/* LAMMPS's potential and kinetic energy of the data file md.data, with
+ * boundaries p or f as pbc says. */
+static void lammps_pe_ke(const char *pair, const int *pbc, double *pe, double *ke)
 {
     char in[4096];
     snprintf(in, sizeof in,
-             "units metal\natom_style atomic\nboundary p p p\nread_data md.data\n%s"
+             "units metal\natom_style atomic\nboundary %c %c %c\nread_data md.data\n%s"
              "thermo_style custom step pe ke\nrun 0\nprint \"$(pe:%%.17g) $(ke:%%.17g) $(atoms)\" file results.txt\n",
-             pair);
+             pbc[0] ? 'p' : 'f', pbc[1] ? 'p' : 'f', pbc[2] ? 'p' : 'f', pair);
     tu_lmp_run(g_dir, in);
     double v[3];
     if (tu_read_doubles(g_dir, "results.txt", v, 3) != 3) fail_msg("LAMMPS printed no energies");
@@ -146,7 +147,7 @@ static void compare_with_lammps(const mdf_frame *f, double e_mdflow, const char 
 {
     TU_CALL(mdf_lammps_data_write, path_in("md.data"), f);
     double pe, ke;
-    lammps_pe_ke(pair, &pe, &ke);
+    lammps_pe_ke(pair, f->pbc, &pe, &ke);
     double de = tu_reldiff(pe, e_mdflow, 1e-300), dk = tu_reldiff(ke, kinetic(f), 1e-300);
     printf("%s: energy %.17g (LAMMPS %.17g, rel %.1e), kinetic rel %.1e\n", what, e_mdflow, pe, de, dk);
     assert_true(de < 1e-10);
@@ -192,6 +193,26 @@ static void test_lj_general_triclinic(void **state)
     compare_with_lammps(&f, e, lj_pair, 1, "LJ rotated triclinic, sheared basis");
     assert_true(file_contains(path_in("md.data"), "rotated into LAMMPS's orientation"));
     assert_true(file_contains(path_in("md.data"), "xy xz yz"));
+    mdf_model_destroy(m);
+    mdf_frame_free(&f);
+}
+
+/* A slab open along z whose atoms stick out of its cell below and above
+ * (LAMMPS refuses atoms outside a non-periodic box), then the same slab
+ * with no third cell vector at all (ASE's slabs without vacuum): the
+ * writer widens the box along z and LAMMPS gets every atom. */
+static void test_lj_open_direction(void **state)
+{
+    (void)state;
+    mdf_frame f = tu_fcc(3, 3, 3, 5.26, 18, 0.0, 0.08, 15);
+    add_velocities(&f, 16);
+    f.pbc[2] = 0;
+    for (int64_t a = 0; a < f.natoms; a++) f.positions[3 * a + 2] += a % 2 ? -3.0 : 3.0;
+    mdf_model *m = argon();
+    double e = mdflow_energy(&f, m); /* the third vector does not matter along open z */
+    compare_with_lammps(&f, e, lj_pair, 1, "LJ slab, atoms outside the cell along open z");
+    for (int k = 6; k < 9; k++) f.cell[k] = 0.0;
+    compare_with_lammps(&f, e, lj_pair, 1, "LJ slab, no third cell vector");
     mdf_model_destroy(m);
     mdf_frame_free(&f);
 }
@@ -433,6 +454,13 @@ static void test_bad_files(void **state)
     expect_error("title\n\n2 atoms\n1 atom types\n0 5 xlo xhi\n0 5 ylo yhi\n0 5 zlo zhi\n\nMasses\n\n1 12.5\n\n"
                  "Atoms\n\n1 1 0 0 0\n2 1 1 1 1\n",
                  (const char *const[]){"atom type 1 cannot be mapped", "12.5 (line 11)", "within 0.01 amu", "# Cu", NULL});
+    /* atom 1's velocity twice, atom 2's none: the count alone would pass */
+    expect_error(HEAD "Atoms\n\n1 1 0 0 0\n2 1 1 1 1\n\nVelocities\n\n1 0 0 0\n1 1 1 1\n",
+                 (const char *const[]){"bad.data:21:", "velocity of atom 1 is given twice", NULL});
+    /* atom_style bond rows (id mol type x y z) would read as charge rows */
+    expect_error("title\n\n2 atoms\n1 bonds\n1 atom types\n1 bond types\n0 5 xlo xhi\n0 5 ylo yhi\n0 5 zlo zhi\n\n"
+                 "Atoms\n\n1 1 1 0 0 0\n2 1 1 1 1 1\n",
+                 (const char *const[]){"bad.data:4:", "'1 bonds'", "atomic and charge", NULL});
 }
 
 int main(void)
@@ -449,6 +477,7 @@ int main(void)
     tu_start(NULL, 2, 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lj_orthogonal), cmocka_unit_test(test_lj_general_triclinic),
+        cmocka_unit_test(test_lj_open_direction),
         cmocka_unit_test(test_eam_triclinic), cmocka_unit_test(test_dump_rerun),
         cmocka_unit_test(test_ase_written),   cmocka_unit_test(test_lammps_written),
         cmocka_unit_test(test_ase_reads_mdflow), cmocka_unit_test(test_bad_files),
