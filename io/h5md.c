@@ -270,7 +270,9 @@ static int layout_version(hid_t fid)
     return v;
 }
 
-static mdf_status open_order(h5file *f, mdf_error *err)
+/* Per-system files ({id}) kept layout 1 unchanged: only shared files moved
+ * their observables, so only those refuse an older layout. */
+static mdf_status open_order(const mdf_h5md_writer *w, h5file *f, mdf_error *err)
 {
     if (H5Lexists(f->fid, "mdflow", H5P_DEFAULT) <= 0 ||
         H5Lexists(f->fid, "mdflow/write_order", H5P_DEFAULT) <= 0 || H5Lexists(f->fid, "h5md", H5P_DEFAULT) <= 0)
@@ -279,7 +281,7 @@ static mdf_status open_order(h5file *f, mdf_error *err)
                              "H5MD file written by mdflow (give another path, or write a new file without append)",
                              f->path);
     int version = layout_version(f->fid);
-    if (version != MDF_H5MD_LAYOUT)
+    if (version != MDF_H5MD_LAYOUT && !(w->split && version == 1))
         return mdf_error_set(err, MDF_ERR_PARSE,
                              "H5MD file '%s' has mdflow's layout version %d, this mdflow writes version %d (shared "
                              "files moved their observables to /mdflow/observables): write a new file without "
@@ -300,7 +302,7 @@ static mdf_status file_reopen(mdf_h5md_writer *w, h5file *f, mdf_error *err)
     f->fid = mdf_h5_open_swmr_write(f->path);
     if (f->fid < 0) return mdf_h5_fail(err, MDF_ERR_IO, "cannot reopen the H5MD file '%s' for writing", f->path);
     f->last_use = ++w->clock;
-    mdf_status st = open_order(f, err);
+    mdf_status st = open_order(w, f, err);
     if (st != MDF_OK) {
         H5Fclose(f->fid);
         f->fid = -1;
@@ -538,7 +540,7 @@ static herr_t list_cb(hid_t g, const char *name, const H5L_info_t *info, void *d
 static mdf_status scan_file(mdf_h5md_writer *w, h5file *f, order_row **rows, int64_t *nrows, int64_t *cap,
                             mdf_error *err)
 {
-    mdf_status st = open_order(f, err);
+    mdf_status st = open_order(w, f, err);
     if (st != MDF_OK) return st;
     void *data[2] = {w, f};
     hid_t pg = H5Gopen2(f->fid, "particles", H5P_DEFAULT);
@@ -902,7 +904,7 @@ static mdf_status ensure_systems(mdf_h5md_writer *w, const mdf_snapshot *snap, i
             st = mdf_h5_fail(err, MDF_ERR_IO, "H5MD file '%s': cannot flush new systems", f->path);
         if (st == MDF_OK && H5Fstart_swmr_write(f->fid) < 0)
             st = mdf_h5_fail(err, MDF_ERR_IO, "H5MD file '%s': cannot switch back to SWMR writing", f->path);
-        if (st == MDF_OK) st = open_order(f, err);
+        if (st == MDF_OK) st = open_order(w, f, err);
         if (st != MDF_OK && f->fid >= 0) {
             /* leave the file closed; it reopens on the next call */
             file_close(w, f);

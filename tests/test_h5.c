@@ -840,6 +840,35 @@ static void h5md_case(const char *path, int split, const char *json)
     dump_traj(json, path, split, NTRAJ);
 }
 
+/* Writes one frame to pattern, then rewrites /mdflow's version of the file
+ * written (path) as 1 (deleted and created again: HDF5 1.10 could not
+ * write the attribute in place). */
+static void write_layout1(const char *pattern, const char *path, const mdf_h5_options *o)
+{
+    mdf_h5md_writer *w;
+    snapbuf b;
+    TU_CALL(mdf_h5md_open, pattern, o, &w);
+    traj_snap(&b, 0, 1);
+    TU_CALL(mdf_h5md_append, w, &b.s, 0, 1);
+    free_snap(&b);
+    TU_CALL(mdf_h5md_close, w);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t g = f >= 0 ? H5Gopen2(f, "mdflow", H5P_DEFAULT) : -1;
+    hid_t sp = H5Screate(H5S_SCALAR);
+    int one = 1;
+    hid_t a = g >= 0 && H5Adelete(g, "version") >= 0 ? H5Acreate2(g, "version", H5T_STD_I32LE, sp, H5P_DEFAULT,
+                                                                   H5P_DEFAULT)
+                                                      : -1;
+    if (a < 0 || H5Awrite(a, H5T_NATIVE_INT, &one) < 0) {
+        H5Eprint2(H5E_DEFAULT, stderr);
+        fail_msg("cannot set /mdflow's version of %s", path);
+    }
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Gclose(g);
+    H5Fclose(f);
+}
+
 static void test_h5md(void **state)
 {
     (void)state;
@@ -891,35 +920,26 @@ static void test_h5md(void **state)
     mdf_error_clear(&err);
     assert_int_equal(mdf_h5md_open(path_of("structures_not_h5md.h5"), &o, &w, &err), MDF_ERR_PARSE);
     assert_non_null(strstr(err.message, "not an H5MD file"));
-    /* a file of mdflow's layout 1 (observables under /observables/system_<id>)
-     * is refused on append, not continued in a mix of both layouts */
+    /* a shared file of mdflow's layout 1 (observables under
+     * /observables/system_<id>) is refused on append, not continued in a mix
+     * of both layouts; a per-system file of layout 1 (the same as layout 2)
+     * is continued */
     o.append = 0;
-    TU_CALL(mdf_h5md_open, path_of("layout1.h5md"), &o, &w);
-    traj_snap(&b, 0, 1);
-    TU_CALL(mdf_h5md_append, w, &b.s, 0, 1);
-    free_snap(&b);
-    TU_CALL(mdf_h5md_close, w);
-    /* rewrite /mdflow's version as 1 (deleted and created again: HDF5 1.10
-     * could not write the attribute in place) */
-    hid_t f = H5Fopen(path_of("layout1.h5md"), H5F_ACC_RDWR, H5P_DEFAULT);
-    hid_t g = f >= 0 ? H5Gopen2(f, "mdflow", H5P_DEFAULT) : -1;
-    hid_t sp = H5Screate(H5S_SCALAR);
-    int one = 1;
-    hid_t a = g >= 0 && H5Adelete(g, "version") >= 0 ? H5Acreate2(g, "version", H5T_STD_I32LE, sp, H5P_DEFAULT,
-                                                                   H5P_DEFAULT)
-                                                      : -1;
-    if (a < 0 || H5Awrite(a, H5T_NATIVE_INT, &one) < 0) {
-        H5Eprint2(H5E_DEFAULT, stderr);
-        fail_msg("cannot set /mdflow's version of %s", path_of("layout1.h5md"));
-    }
-    H5Aclose(a);
-    H5Sclose(sp);
-    H5Gclose(g);
-    H5Fclose(f);
+    write_layout1(path_of("layout1.h5md"), path_of("layout1.h5md"), &o);
     o.append = 1;
     mdf_error_clear(&err);
     assert_int_equal(mdf_h5md_open(path_of("layout1.h5md"), &o, &w, &err), MDF_ERR_PARSE);
     if (!strstr(err.message, "layout version 1")) fail_msg("old layout: %s", err.message);
+    o.append = 0;
+    char first[64];
+    snprintf(first, sizeof first, "layout1_%lld.h5md", (long long)(1000 + traj_sys[0])); /* traj_snap's id */
+    write_layout1(path_of("layout1_{id}.h5md"), path_of(first), &o);
+    o.append = 1;
+    TU_CALL(mdf_h5md_open, path_of("layout1_{id}.h5md"), &o, &w);
+    traj_snap(&b, 1, 1);
+    TU_CALL(mdf_h5md_append, w, &b.s, 0, 1);
+    free_snap(&b);
+    TU_CALL(mdf_h5md_close, w);
 }
 
 static int setup(void **state)
