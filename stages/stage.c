@@ -1264,6 +1264,7 @@ static int run_needs_virial(const mdf_stage *s)
 typedef struct progress_clock {
     double t0, next;      /* the run's start, the next report due */
     int64_t systems0;     /* the stage's systems at the start (without a sampler) */
+    int64_t steps0;       /* steps done before the run began (resumed from a checkpoint) */
 } progress_clock;
 
 /* The stage's systems still in the batch at the latest censuses (all of
@@ -1285,7 +1286,7 @@ static void report_progress(stage_run *r, progress_clock *pc, int64_t steps, int
     double t = now_seconds();
     if (!s->progress || (!finished && t < pc->next)) return;
     pc->next = t + s->progress_interval;
-    mdf_progress p = {.steps = steps > 0 ? steps : 0, .max_steps = s->max_steps, .atoms = r->b->natoms,
+    mdf_progress p = {.steps = steps > pc->steps0 ? steps : pc->steps0, .steps0 = pc->steps0, .max_steps = s->max_steps, .atoms = r->b->natoms,
                       .elapsed_s = t - pc->t0, .finished = finished};
     if (r->in) {
         mdf_inflight_counts(r->in, &p.systems, &p.waiting);
@@ -1333,7 +1334,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     const mdf_stage_config *run = &s->parts[0].cfg;
     int needs_virial = run_needs_virial(s);
     double t0 = now_seconds();
-    progress_clock pc = {.t0 = t0, .next = t0 + s->progress_interval, .systems0 = systems0};
+    progress_clock pc = {.t0 = t0, .next = t0 + s->progress_interval, .systems0 = systems0, .steps0 = first_step - 1};
     /* A resumed run's step 0 and steps up to the checkpoint were done. */
     if (st == MDF_OK && !resume) st = submit_start(&r, MDF_COMPUTE_VIRIAL, err);
     unsigned per_step = 0; /* most tasks one step took: the window in tasks */

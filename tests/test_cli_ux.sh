@@ -288,6 +288,12 @@ if [ "$rc" -eq 0 ] && [ "$waits" -ge 1 ] && [ "$dones" -ge 1 ]; then pass "run: 
 run "$MDFLOW" run --quiet --progress-every 0.01 wf-progress.yaml
 if [ "$rc" -eq 0 ] && ! grep -q "steps/s" "$T/stderr"; then pass "run --quiet: no progress lines"; else
     fail "run --quiet: no progress lines" "exit $rc"; show stderr "$T/stderr"; fi
+run "$MDFLOW" run --sequential --progress-every 0.01 wf-progress.yaml
+if [ "$rc" -eq 0 ] && grep -q "steps/s" "$T/stderr"; then pass "run --sequential: progress lines"; else
+    fail "run --sequential: progress lines" "exit $rc"; show stderr "$T/stderr"; fi
+run "$MDFLOW" run --sequential --quiet --progress-every 0.01 wf-progress.yaml
+if [ "$rc" -eq 0 ] && ! grep -q "steps/s" "$T/stderr"; then pass "run --sequential --quiet: no progress lines"; else
+    fail "run --sequential --quiet: no progress lines" "exit $rc"; show stderr "$T/stderr"; fi
 
 # ---- F: mdflow plot ----------------------------------------------------------------------
 # png_size FILE: "WIDTH HEIGHT" from the IHDR chunk, after checking the 8-byte signature.

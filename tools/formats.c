@@ -130,7 +130,9 @@ static mdf_status write_data_files(const char *path, const mdf_frame *frames, si
         const char *id = mdf_frame_get_info(&frames[i], "mdf_system_id");
         char idx[32], one[4096];
         snprintf(idx, sizeof idx, "%zu", i);
-        snprintf(one, sizeof one, "%.*s%s%s", (int)(hole - path), path, id ? id : idx, hole + 4);
+        if (snprintf(one, sizeof one, "%.*s%s%s", (int)(hole - path), path, id ? id : idx, hole + 4) >= (int)sizeof one)
+            return mdf_error_set(err, MDF_ERR_INVALID, "output '%s': the name of system %s's file is longer than %zu "
+                                 "characters: give a shorter path", path, id ? id : idx, sizeof one - 1);
         st = mdf_lammps_data_write(one, &frames[i], err);
     }
     return st;

@@ -20,11 +20,14 @@ static void duration(double s, char *buf, size_t size)
     else snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
 }
 
+/* Steps this process ran (a resumed run's earlier steps took no time here). */
+static double steps_run(const mdf_progress *p) { return (double)(p->steps - p->steps0); }
+
 /* Seconds left: by steps towards the step limit, or, when systems leave as
  * they converge, by the share of systems that have left, whichever ends first. */
 static double eta_seconds(const progress_line *pl, const mdf_progress *p)
 {
-    double by_steps = p->steps > 0 ? p->elapsed_s * (double)(p->max_steps - p->steps) / (double)p->steps : NAN;
+    double by_steps = steps_run(p) > 0 ? p->elapsed_s * (double)(p->max_steps - p->steps) / steps_run(p) : NAN;
     if (!pl->optimiser && p->waiting == 0) return by_steps;
     double by_systems = p->done > 0 ? p->elapsed_s * (double)(p->systems - p->done) / (double)p->done : NAN;
     if (isnan(by_steps)) return by_systems;
@@ -36,7 +39,7 @@ void progress_format(const progress_line *pl, const mdf_progress *p, char *buf, 
     char elapsed[32], eta[32];
     duration(p->elapsed_s, elapsed, sizeof elapsed);
     duration(eta_seconds(pl, p), eta, sizeof eta);
-    double rate = p->elapsed_s > 0.0 ? (double)p->steps / p->elapsed_s : 0.0;
+    double rate = p->elapsed_s > 0.0 ? steps_run(p) / p->elapsed_s : 0.0;
     snprintf(buf, size, "step %lld/%lld | %lld done, %lld in flight, %lld waiting | %.3g steps/s, %.2g atom-steps/s | "
              "%s, ETA %s",
              (long long)p->steps, (long long)p->max_steps, (long long)p->done, (long long)p->in_flight,

@@ -689,7 +689,10 @@ static mdf_status run_static_batch(const mdf_workflow *wf, run_state *rs, mdf_ba
     for (int k = 0; st == MDF_OK && k < wf->ncomp; k++) {
         mdf_stage_report r;
         memset(&r, 0, sizeof r);
+        progress_line progress; /* this stage on this batch */
+        progress_attach(&progress, rs->parts[k], wf->quiet, wf->progress_every, 1);
         st = mdf_stage_run(rs->parts[k], b, rs->model, &r, err);
+        mdf_stage_set_progress(rs->parts[k], NULL, NULL, 0.0);
         add_report(sum, &r, k == wf->ncomp - 1);
     }
     mdf_error later; /* a failed hand-out after a failed stage: the stage's error is the one to report */

@@ -161,6 +161,7 @@ mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_rep
  * sampler's counts. Reading it adds no task and no wait. */
 typedef struct mdf_progress {
     int64_t steps;            /* steps completed, about: those submitted less the window in flight */
+    int64_t steps0;           /* of those, the steps done before this run began (a resumed checkpoint's) */
     int64_t max_steps;        /* the run's step limit */
     int64_t systems;          /* systems the run has (batch, or the sampler's dataset) */
     int64_t done;             /* of those, systems that left the stage (converged, budget, failed) */
