@@ -44,7 +44,8 @@ static double frame_mass(const mdf_frame *f, int64_t a)
  * frozen) or ASE's "move_mask" (T = the atom may move that way): L:1, as
  * ASE writes FixAtoms, F = frozen; or L:3, as ASE writes FixCartesian,
  * frozen when all three are F. An atom fixed in some directions only
- * (e.g. "T F T") is not frozen: the batch freezes whole atoms.
+ * (e.g. "T F T") is refused by validate_frame: the batch freezes whole
+ * atoms, and moving it would break the constraint the output carries.
  * Returns 1 (frozen), 0 (free), or -1 when c says nothing about freezing. */
 static int column_freezes(const mdf_extra_column *c, int64_t a)
 {
@@ -61,6 +62,35 @@ static int column_freezes(const mdf_extra_column *c, int64_t a)
         return !movable;
     }
     return -1;
+}
+
+/* 1 when a move_mask:L:3 column lets atom a move in some directions only. */
+static int partly_fixed(const mdf_extra_column *c, int64_t a)
+{
+    if (strcmp(c->name, "move_mask") != 0 || c->ncols != 3) return 0;
+    int movable = 0;
+    for (int d = 0; d < 3; d++) {
+        const char *t = c->tokens[3 * (size_t)a + (size_t)d];
+        movable += t[0] == 'T' || t[0] == 't';
+    }
+    return movable == 1 || movable == 2;
+}
+
+/* The batch freezes whole atoms: a per-direction constraint it cannot keep
+ * is an error naming the atom, not a constraint broken in silence. */
+static mdf_status check_partial_masks(const mdf_frame *f, size_t index, mdf_error *err)
+{
+    for (size_t k = 0; k < f->nextra; k++)
+        for (int64_t a = 0; a < f->natoms; a++)
+            if (partly_fixed(&f->extra[k], a)) {
+                const char *const *t = (const char *const *)f->extra[k].tokens + 3 * a;
+                return mdf_error_set(err, MDF_ERR_INVALID,
+                                     "system %zu, atom %lld: move_mask '%s %s %s' fixes it in some directions only "
+                                     "(ASE's FixCartesian with a partial mask); mdflow freezes whole atoms: fix it "
+                                     "in all three directions (F F F), in none (T T T), or drop the column",
+                                     index, (long long)a, t[0], t[1], t[2]);
+            }
+    return MDF_OK;
 }
 
 static int frame_atom_frozen(const mdf_frame *f, int64_t a)
@@ -204,6 +234,8 @@ static mdf_status validate_frame(const mdf_frame *f, size_t index, const mdf_sys
                                      "system %zu, atom %lld: position or velocity is not finite",
                                      index, (long long)a);
     }
+    mdf_status st = check_partial_masks(f, index, err);
+    if (st != MDF_OK) return st;
     int failed = 0;
     int64_t ia = 0, ib = 0;
     if (find_overlap(f, s, &ia, &ib, err, &failed))

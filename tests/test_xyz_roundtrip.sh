@@ -60,6 +60,18 @@ for kind in l1 l3; do
     judge "relax --freeze, move_mask $kind" "$kind" "relax_$kind.xyz"
 done
 
+# An atom fixed in some directions only (FixCartesian, mask T F T): mdflow
+# freezes whole atoms, so it refuses the input instead of breaking the
+# constraint in silence.
+"$PY" "$CHECK" make partial in_partial.xyz || fail "ASE writes in_partial.xyz"
+# shellcheck disable=SC2086
+run "$MDFLOW" md --input in_partial.xyz --output partial.xyz --steps 5 --quiet $LJ
+miss=$(missing_in_stderr "system 0, atom 5" "move_mask 'T F T'" "F F F")
+if [ "$rc" -eq 2 ] && [ -z "$miss" ] && [ ! -e partial.xyz ]; then
+    pass "a partial FixCartesian: exit 2 naming the system, the atom and the fix"
+else fail "a partial FixCartesian: exit 2 naming the system, the atom and the fix" "exit $rc, missing $miss"
+    show stderr "$T/stderr"; fi
+
 # mdflow reads back what it wrote (velocities_unit, the extras, the mask).
 # shellcheck disable=SC2086
 run "$MDFLOW" md --input md_l1.xyz --output again.xyz --steps 5 --quiet $LJ

@@ -51,8 +51,10 @@ def make(kind, path):
         a.new_array("bar", (np.arange(n) * 7 - 3 + k).astype(int))
         if kind == "l1":
             a.set_constraint(FixAtoms(indices=[0, 3, n - 1]))
-        else:
-            a.set_constraint([FixCartesian(0), FixCartesian(3), FixCartesian(5, mask=(0, 1, 0))])
+        elif kind == "l3":
+            a.set_constraint([FixCartesian(0), FixCartesian(3)])
+        else:  # "partial": atom 5 fixed in y only, which mdflow refuses
+            a.set_constraint([FixCartesian(0), FixCartesian(5, mask=(0, 1, 0))])
         frames.append(a)
     # ASE 3.22 writes constraints only when move_mask is asked for by name.
     write(path, frames, columns=["symbols", "positions", "move_mask", *EXTRAS])
@@ -99,12 +101,6 @@ def check_frame(k, a, b, lj, md, problems):
     for i in fixed:
         if not np.array_equal(a.positions[i], b.positions[i]):
             bad(f"fixed atom {i} moved by {b.positions[i] - a.positions[i]} Å")
-    # Fixed in some directions only: not frozen, it moves in those too.
-    for c in a.constraints:
-        if isinstance(c, FixCartesian) and c.mask.any() and not c.mask.all():
-            held = ~c.mask
-            if np.array_equal(a.positions[c.a][held], b.positions[c.a][held]):
-                bad(f"atom {c.a}, fixed in {held.astype(int)} only, did not move that way")
     moved = np.abs(b.positions[free] - a.positions[free]).max()
     if not moved > 1e-4:
         bad(f"the free atoms did not move (largest change {moved} Å): nothing was run")

@@ -110,8 +110,8 @@ mdf_status mdf_batch_get_system(const mdf_batch *b, size_t i,
  * stage has a freeze hook (mdf_hook_create_freeze), which zeroes its force
  * and velocity, as ASE's FixAtoms does. Batches also read frozen atoms from
  * an extxyz column "fixed" (T/1 = frozen) or ASE's "move_mask": L:1 (its
- * FixAtoms, F = frozen) or L:3 (its FixCartesian, frozen when F F F; an
- * atom fixed in some directions only is not frozen). Velocity draws give
+ * FixAtoms, F = frozen) or L:3 (its FixCartesian, frozen when F F F; a batch
+ * refuses an atom fixed in some directions only, MDF_ERR_INVALID). Velocity draws give
  * frozen atoms none. */
 mdf_status mdf_batch_set_frozen(mdf_batch *b, size_t i, int64_t atom, int frozen, mdf_error *err);
 /* 1 if the atom is frozen (after mdf_batch_sync()). */
