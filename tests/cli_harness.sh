@@ -65,3 +65,14 @@ frames() {
          state == 2 { if (--left == 0) state = 0 }
          END { if (state != 0) print "TRUNCATED" }' "$1"
 }
+
+# The Python of the reference checks (MDF_PYTHON, default /usr/bin/python3)
+# in PY; the test is skipped (exit 77) unless it imports every module named
+# ("h5py ase"): the Debian packages python3-h5py, python3-ase, ...
+require_python() {
+    PY=${MDF_PYTHON:-/usr/bin/python3}
+    if ! "$PY" -c "import $(echo "$1" | sed 's/ /, /g')" 2>/dev/null; then
+        echo "SKIP: $PY cannot import $1 (Debian: python3-$(echo "$1" | tr 'A-Z ' 'a-z\n' | paste -sd' ' - | sed 's/ / python3-/g'))"
+        exit 77
+    fi
+}

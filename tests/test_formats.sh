@@ -20,11 +20,7 @@ HARNESS_NAME=mdflow-formats
 srcdir=${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 # shellcheck source=tests/cli_harness.sh
 . "$srcdir/tests/cli_harness.sh"
-PY=${MDF_PYTHON:-/usr/bin/python3}
-if ! "$PY" -c 'import h5py, numpy, ase' 2>/dev/null; then
-    echo "SKIP: $PY cannot import h5py and ase"
-    exit 77
-fi
+require_python "h5py numpy ase"
 
 # Two small argon systems (a cluster and a periodic box).
 cat >in.xyz <<'EOF'

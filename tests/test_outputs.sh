@@ -20,11 +20,7 @@ srcdir=${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$srcdir/tests/cli_harness.sh"
 STARPU_SCHED=eager
 export STARPU_SCHED
-PY=${MDF_PYTHON:-/usr/bin/python3}
-if ! "$PY" -c 'import h5py, numpy' 2>/dev/null; then
-    echo "SKIP: $PY cannot import h5py (install python3-h5py)"
-    exit 77
-fi
+require_python "h5py numpy"
 
 awk -v K=40 'state == 0 { if ($0 ~ /^[ \t]*$/) next; if (nf >= K) exit; n = $1 + 0; print; state = 1; next }
     state == 1 { print; left = n; state = n > 0 ? 2 : 0; if (!state) nf++; next }

@@ -18,11 +18,7 @@ HARNESS_NAME=mdflow-trajectory
 srcdir=${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 # shellcheck source=tests/cli_harness.sh
 . "$srcdir/tests/cli_harness.sh"
-PY=${MDF_PYTHON:-/usr/bin/python3}
-if ! "$PY" -c 'import h5py, ase, MDAnalysis' 2>/dev/null; then
-    echo "SKIP: $PY cannot import h5py, ase and MDAnalysis"
-    exit 77
-fi
+require_python "h5py ase MDAnalysis"
 CHECK="$srcdir/tests/trajectory_check.py"
 
 # Two periodic systems: a triclinic Ar cell (one atom of mass 35.967545, as

@@ -20,12 +20,8 @@ HARNESS_NAME=mdflow-xyzrt
 srcdir=${MDF_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 # shellcheck source=tests/cli_harness.sh
 . "$srcdir/tests/cli_harness.sh"
-PY=${MDF_PYTHON:-/usr/bin/python3}
+require_python "ase numpy"
 CHECK=$srcdir/tests/xyz_roundtrip_check.py
-if ! "$PY" -c 'import ase, numpy' 2>/dev/null; then
-    echo "SKIP: $PY cannot import ase (install python3-ase)"
-    exit 77
-fi
 LJ="--lj-epsilon 0.0104 --lj-sigma 3.4 --lj-cutoff 8.5 --lj-shift"
 
 # judge NAME KIND OUT [md]: the checker's verdict on OUT against in_KIND.xyz.
