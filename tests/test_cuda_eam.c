@@ -73,14 +73,7 @@ static mdf_model *eam_model(const char *file, const char *density_hint)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", g_pot, file);
-    mdf_model_config *c;
-    TU_CALL(mdf_model_config_create, "eam", &c);
-    TU_CALL(mdf_model_config_set, c, "file", path);
-    if (density_hint) TU_CALL(mdf_model_config_set, c, "density_hint", density_hint);
-    mdf_model *m;
-    TU_CALL(mdf_model_create, c, &m);
-    mdf_model_config_destroy(c);
-    return m;
+    return tu_eam_model(path, density_hint);
 }
 
 typedef struct point {

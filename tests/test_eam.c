@@ -82,14 +82,7 @@ static mdf_model *eam_model(const char *file)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", g_pot, file);
-    mdf_model_config *c;
-    TU_CALL(mdf_model_config_create, "eam", &c);
-    TU_CALL(mdf_model_config_set, c, "file", path);
-    if (g_density_hint) TU_CALL(mdf_model_config_set, c, "density_hint", g_density_hint);
-    mdf_model *m;
-    TU_CALL(mdf_model_create, c, &m);
-    mdf_model_config_destroy(c);
-    return m;
+    return tu_eam_model(path, g_density_hint);
 }
 
 /* Evaluates the frames in one batch (nshards: 0 default) and compares each

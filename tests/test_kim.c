@@ -385,12 +385,7 @@ static void test_native_eam(void **state)
         free(fr[k].masses);
         fr[k].masses = NULL;
     }
-    mdf_model_config *c;
-    TU_CALL(mdf_model_config_create, "eam", &c);
-    TU_CALL(mdf_model_config_set, c, "file", file);
-    mdf_model *native;
-    TU_CALL(mdf_model_create, c, &native);
-    mdf_model_config_destroy(c);
+    mdf_model *native = tu_eam_model(file, NULL);
     mdf_model *bridge = kim_model(kim);
     double e[2][NF], *f[2][NF], w[2][NF][9];
     evaluate(native, fr, NF, e[0], f[0], w[0]);

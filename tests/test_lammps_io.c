@@ -108,13 +108,7 @@ static mdf_model *eam_cu(void)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/Cu_u3.eam", g_pot);
-    mdf_model_config *c;
-    TU_CALL(mdf_model_config_create, "eam", &c);
-    TU_CALL(mdf_model_config_set, c, "file", path);
-    mdf_model *m;
-    TU_CALL(mdf_model_create, c, &m);
-    mdf_model_config_destroy(c);
-    return m;
+    return tu_eam_model(path, NULL);
 }
 
 /* ---- LAMMPS --------------------------------------------------------------------------------- */

@@ -125,6 +125,18 @@ mdf_frame tu_random(int n, const double cell[9], const int pbc[3], double min_di
     return f;
 }
 
+mdf_model *tu_eam_model(const char *path, const char *density_hint)
+{
+    mdf_model_config *c;
+    TU_CALL(mdf_model_config_create, "eam", &c);
+    TU_CALL(mdf_model_config_set, c, "file", path);
+    if (density_hint) TU_CALL(mdf_model_config_set, c, "density_hint", density_hint);
+    mdf_model *m;
+    TU_CALL(mdf_model_create, c, &m);
+    mdf_model_config_destroy(c);
+    return m;
+}
+
 mdf_lj_config tu_argon(double cutoff, int shift)
 {
     mdf_lj_config c;

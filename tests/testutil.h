@@ -55,6 +55,10 @@ int tu_have_cuda_worker(void);
 
 /* Argon Lennard-Jones (ε 0.0104 eV, σ 3.40 Å). */
 mdf_lj_config tu_argon(double cutoff, int shift);
+/* The native EAM model of the LAMMPS potential file at path (its flavour
+ * from the name), with the model's density_hint when not NULL; fails the
+ * test when it cannot be made. */
+mdf_model *tu_eam_model(const char *path, const char *density_hint);
 
 /* A fresh directory under /tmp; caller frees the string. */
 char *tu_tmpdir(void);
