@@ -580,8 +580,8 @@ static mdf_status mass_row(data_reader *r, mdf_error *err)
     r->mass[t] = m;
     r->mass_line[t] = r->lineno;
     r->has_masses = 1;
-    char sym[8] = "";
-    if (r->comment && sscanf(r->comment, " %7s", sym) == 1 && mdf_element_number(sym) > 0)
+    char sym[4] = ""; /* element symbols have at most 3 letters */
+    if (r->comment && sscanf(r->comment, " %3s", sym) == 1 && mdf_element_number(sym) > 0)
         snprintf(r->symbol[t], sizeof r->symbol[t], "%s", sym);
     return MDF_OK;
 }
