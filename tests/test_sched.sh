@@ -6,7 +6,8 @@
 # idle + sleeping shares adding to 1, no bytes moved on a machine with one
 # memory node, lws's speed-up 1), a valid SVG and PNG Gantt chart per policy
 # with one row per worker, a time window that is drawn as asked, and leaves
-# the workflow's outputs out of the current folder; an unknown policy is
+# the workflow's outputs out of the current folder; --repeats keeps the
+# median run and --no-gantt draws nothing; an unknown policy is
 # exit 2 naming it and listing the valid ones.
 #
 # Run by automake's harness from the build tree (MDF_TEST_SRCDIR,
@@ -142,6 +143,16 @@ run "$MDFLOW" sched --policies lws --window 0:0.002 --json w.json --gantt w --no
 if [ "$rc" -eq 0 ] && "$PY" check_gantt.py w.json 0.002 >window.out 2>&1; then
     pass "--window 0:0.002: the axis stops at 0.002 s"
 else fail "--window 0:0.002: the axis stops at 0.002 s" "exit status $rc"; show stderr "$T/stderr"; show window.out window.out; fi
+# --repeats 3: the median of the three wall times; --no-gantt: no charts.
+run "$MDFLOW" sched --policies eager --repeats 3 --no-gantt --no-calibration --json r.json wf.yaml
+if [ "$rc" -eq 0 ] && [ ! -e gantt-eager.svg ] && [ ! -e gantt-eager.png ] && "$PY" - r.json <<'EOF' >repeats.out 2>&1
+import json, sys
+p = json.load(open(sys.argv[1]))["policies"][0]
+runs = p["wall_s_runs"]
+assert len(runs) == 3 and p["wall_s"] == sorted(runs)[1] and "gantt_svg" not in p, p
+EOF
+then pass "--repeats 3: the median run; --no-gantt: no chart"
+else fail "--repeats 3: the median run; --no-gantt: no chart" "exit status $rc"; show stderr "$T/stderr"; show repeats.out repeats.out; fi
 run "$MDFLOW" sched --policies lws --window 0.5:0.1 wf.yaml
 if [ "$rc" -eq 2 ] && grep -F -- "--window '0.5:0.1'" "$T/stderr" >/dev/null; then pass "--window T0 >= T1: exit 2"
 else fail "--window T0 >= T1: exit 2" "exit status $rc"; show stderr "$T/stderr"; fi

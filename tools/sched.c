@@ -531,9 +531,9 @@ static mdf_status draw_gantt(const sched_options *o, sched_result *res, mdf_erro
     const sched_run *r = &res->median;
     const char *workers[SCHED_WORKERS_MAX];
     for (int w = 0; w < r->nworkers; w++) workers[w] = r->workers[w].name;
-    char title[256];
-    snprintf(title, sizeof title, "%s: %zu tasks, %.3f s%s", res->policy, r->ntasks, r->wall_s,
-             o->t1 > o->t0 ? " (window)" : "");
+    char title[256], window[96] = "";
+    if (o->t1 > o->t0) snprintf(window, sizeof window, "; drawn: %g s to %g s", o->t0, o->t1);
+    snprintf(title, sizeof title, "%s: %zu tasks, run %.3f s%s", res->policy, r->ntasks, r->wall_s, window);
     gantt_chart g = {title, r->nworkers, workers, r->ncodelets, (const char *const *)r->codelets, r->ntasks,
                      r->trace, o->t0, o->t1};
     snprintf(res->svg, sizeof res->svg, "%s-%s.svg", o->gantt, res->policy);
