@@ -1,4 +1,6 @@
 /* mdflow — StarPU start/stop and per-worker statistics. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
 #include <starpu_profiling.h>
@@ -101,6 +103,7 @@ int mdf_runtime_worker_stats(mdf_worker_stats *out, int max)
         out[w].tasks = info.executed_tasks;
         out[w].executing_s = timing_seconds(&info.executing_time);
         out[w].total_s = timing_seconds(&info.total_time);
+        out[w].sleeping_s = timing_seconds(&info.sleeping_time);
     }
     return n;
 }
@@ -120,4 +123,115 @@ void mdf_runtime_print_worker_stats(FILE *fp)
     for (int w = 0; w < n; w++)
         fprintf(fp, "  %-28s %10ld %12.3f %7.1f%%\n", st[w].name, st[w].tasks, st[w].executing_s,
                 st[w].total_s > 0 ? 100.0 * st[w].executing_s / st[w].total_s : 0.0);
+}
+
+long long mdf_runtime_bus_bytes(long long *transfers)
+{
+    long long bytes = 0, count = 0;
+    int n = starpu_bus_get_count();
+    for (int b = 0; b < n; b++) {
+        struct starpu_profiling_bus_info info;
+        if (starpu_bus_get_profiling_info(b, &info) != 0) continue;
+        bytes += info.transferred_bytes;
+        count += info.transfer_count;
+    }
+    if (transfers) *transfers = count;
+    return bytes;
+}
+
+/* ---- task trace ------------------------------------------------------------------------- */
+
+#define TRACE_CODELETS_MAX 256
+
+static struct {
+    pthread_mutex_t lock;
+    volatile int on;
+    mdf_task_record *rec;
+    size_t n, cap;
+    size_t ncodelets;
+    const char *names[TRACE_CODELETS_MAX]; /* copies: a plugin's codelet may go first */
+    const void *keys[TRACE_CODELETS_MAX];  /* the task's name pointer, for a fast lookup */
+} trace = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void trace_clear(void)
+{
+    for (size_t k = 0; k < trace.ncodelets; k++) free((void *)trace.names[k]);
+    free(trace.rec);
+    trace.rec = NULL;
+    trace.n = trace.cap = trace.ncodelets = 0;
+}
+
+mdf_status mdf_runtime_trace_start(mdf_error *err)
+{
+    pthread_mutex_lock(&trace.lock);
+    trace_clear();
+    trace.cap = 4096;
+    trace.rec = malloc(trace.cap * sizeof *trace.rec);
+    trace.on = trace.rec != NULL;
+    pthread_mutex_unlock(&trace.lock);
+    mdf_runtime_reset_stats();
+    mdf_runtime_bus_bytes(NULL);
+    return trace.on ? MDF_OK : mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the task trace");
+}
+
+void mdf_runtime_trace_stop(void) { trace.on = 0; }
+int mdf_runtime_trace_on(void) { return trace.on; }
+
+const mdf_task_record *mdf_runtime_trace_tasks(size_t *n)
+{
+    *n = trace.n;
+    return trace.rec;
+}
+
+const char *const *mdf_runtime_trace_codelets(size_t *n)
+{
+    *n = trace.ncodelets;
+    return trace.names;
+}
+
+/* The index of a task's name among the trace's codelets (added when new);
+ * -1 when the table is full. Under the lock. */
+static int trace_codelet(const char *name)
+{
+    for (size_t k = 0; k < trace.ncodelets; k++)
+        if (trace.keys[k] == name) return (int)k;
+    for (size_t k = 0; k < trace.ncodelets; k++)
+        if (strcmp(trace.names[k], name) == 0) return (int)k;
+    if (trace.ncodelets == TRACE_CODELETS_MAX) return -1;
+    char *copy = strdup(name);
+    if (!copy) return -1;
+    trace.keys[trace.ncodelets] = name;
+    trace.names[trace.ncodelets] = copy;
+    return (int)trace.ncodelets++;
+}
+
+/* The task's callback, on the worker that ran it: StarPU has set the
+ * profiling interval by then. */
+static void trace_task_done(void *arg)
+{
+    struct starpu_task *task = arg;
+    struct starpu_profiling_task_info *info = task->profiling_info;
+    if (!trace.on || !info) return;
+    const char *name = task->name ? task->name : task->cl && task->cl->name ? task->cl->name : "unnamed";
+    mdf_task_record r = {info->workerid, 0, starpu_timing_timespec_to_us(&info->start_time),
+                         starpu_timing_timespec_to_us(&info->end_time)};
+    pthread_mutex_lock(&trace.lock);
+    r.codelet = trace_codelet(name);
+    if (trace.n == trace.cap) {
+        mdf_task_record *grown = realloc(trace.rec, 2 * trace.cap * sizeof *grown);
+        if (grown) {
+            trace.rec = grown;
+            trace.cap *= 2;
+        }
+    }
+    if (trace.n < trace.cap && r.codelet >= 0) trace.rec[trace.n++] = r; /* else lost: no memory */
+    pthread_mutex_unlock(&trace.lock);
+}
+
+void mdf_runtime_trace_task(void *starpu_task)
+{
+    struct starpu_task *task = starpu_task;
+    if (task->callback_func) return;
+    task->callback_func = trace_task_done;
+    task->callback_arg = task;
 }

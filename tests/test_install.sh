@@ -250,7 +250,7 @@ if [ -n "$man" ]; then
     fi
     # Every option the --help texts name, written \-\-name in the page.
     undocumented=""
-    for cmd in "" run md relax; do
+    for cmd in "" run md relax sched; do
         # shellcheck disable=SC2086  # no command: mdflow --help
         for opt in $("$MDFLOW" $cmd --help 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
             esc=$(printf '%s' "$opt" | sed 's/-/\\-/g')
@@ -258,7 +258,7 @@ if [ -n "$man" ]; then
         done
     done
     if [ -z "$undocumented" ]; then
-        pass "every option of mdflow --help, run --help, md --help and relax --help is in the page"
+        pass "every option of mdflow --help, run --help, md --help, relax --help and sched --help is in the page"
     else
         fail "every option of the --help texts is in the page (docs/mdflow.1)" "missing:$undocumented"
     fi

@@ -8,6 +8,7 @@
  *   mdflow relax [options] geometry optimisation of every structure of a file
  *   mdflow methods         the registered integrators and optimisers, with their parameters
  *   mdflow models          the registered models, with their parameters
+ *   mdflow sched [FILE]    a workflow under each StarPU scheduling policy (tools/sched.c)
  *   mdflow help | --help   usage
  *
  * Plugins (--plugin PATH.so, MDFLOW_PLUGIN_PATH, a workflow's plugins:) are
@@ -29,6 +30,7 @@
 #include "plot.h"
 #include "progress.h"
 #include "runner.h"
+#include "sched.h"
 #include "trajectory.h"
 #include "workflow.h"
 #include "mdflow/mdflow.h"
@@ -252,6 +254,8 @@ static void usage_main(FILE *fp)
             "             range, unit; set with --param NAME=VALUE or a stage's params:)\n"
             "  models     the registered models with their parameters (scalar, per element, per pair)\n"
             "  plot       a PNG of a --log CSV: mdflow plot LOG.csv [-o OUT.png] (mdflow plot --help)\n"
+            "  sched      a workflow under each StarPU scheduling policy: one table (time, rates, worker\n"
+            "             shares, transfers, speed-up), JSON and Gantt charts (mdflow sched --help)\n"
             "  version    the version of mdflow, of its plugin API and of StarPU, and CUDA yes/no\n"
             "             (also --version)\n"
             "  help       this text\n\n"
@@ -1187,6 +1191,7 @@ static int run_workflow_command(int argc, char **argv)
     mdf_error_clear(&err);
     const char *file = NULL;
     int check_only = 0, resume = 0, sequential = 0, quiet = 0;
+    const char *sched_report = NULL;
     double progress_every = PROGRESS_EVERY_DEFAULT;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
@@ -1211,6 +1216,7 @@ static int run_workflow_command(int argc, char **argv)
                                &progress_every, &err) != MDF_OK)
                 return fail(&err);
         }
+        else if (!strcmp(argv[k], "--sched-report") && k + 1 < argc) sched_report = argv[++k]; /* mdflow sched's */
         else if (!strcmp(argv[k], "--resume")) resume = 1;
         else if (!strcmp(argv[k], "--sequential")) sequential = 1;
         else if (argv[k][0] == '-' || file) {
@@ -1237,6 +1243,7 @@ static int run_workflow_command(int argc, char **argv)
     wf.sequential = sequential;
     wf.quiet = quiet;
     wf.progress_every = progress_every;
+    wf.sched_report = sched_report;
     char comp[512];
     wf_composition_text(&wf, comp, sizeof comp);
     printf("mdflow: %s %s: %s of %s, %s (at most %lld atoms in flight)\n",
@@ -1314,6 +1321,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "methods")) return listing_command(argc - 1, argv + 1, print_methods);
     if (!strcmp(cmd, "models")) return listing_command(argc - 1, argv + 1, print_models);
     if (!strcmp(cmd, "run")) return run_workflow_command(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sched")) return sched_command(argc - 1, argv + 1, MDF_DEFAULT_WORKFLOW);
     if (!strcmp(cmd, "md") || !strcmp(cmd, "relax")) {
         md_options_init(&o, !strcmp(cmd, "relax") ? CMD_RELAX : CMD_MD);
         int r = parse_options(argc - 1, argv + 1, &o, &err);

@@ -200,8 +200,7 @@ static mdf_status pick_systems(const char *list, const char *path, int64_t **ids
 
 /* ---- gnuplot ------------------------------------------------------------------------------ */
 
-/* path as a gnuplot single-quoted string ('' is a quote inside). */
-static void put_quoted(FILE *fp, const char *path)
+void plot_put_quoted(FILE *fp, const char *path)
 {
     fputc('\'', fp);
     for (const char *p = path; *p; p++) {
@@ -288,16 +287,16 @@ static void plot_panel(FILE *fp, const char *dir, const int64_t *ids, size_t n, 
         snprintf(path, sizeof path, "%s/aggregate.dat", dir);
         int c = 2 + 3 * q;
         fputs("plot ", fp);
-        put_quoted(fp, path);
+        plot_put_quoted(fp, path);
         fprintf(fp, " using 1:%d:%d with filledcurves lc rgb '#c6dbef' title 'min-max', ", c + 1, c + 2);
-        put_quoted(fp, path);
+        plot_put_quoted(fp, path);
         fprintf(fp, " using 1:%d with lines lw 2 lc rgb '#08519c' title 'mean of %zu'\n", c, n);
         return;
     }
     fputs("plot ", fp);
     for (size_t k = 0; k < n; k++) {
         snprintf(path, sizeof path, "%s/system%zu.dat", dir, k);
-        put_quoted(fp, path);
+        plot_put_quoted(fp, path);
         fprintf(fp, " using 1:%d with lines lw 1.5 title 'system %lld'%s", 2 + q, (long long)ids[k],
                 k + 1 < n ? ", " : "\n");
     }
@@ -310,10 +309,10 @@ static void write_script(FILE *fp, const plot_options *o, const char *dir, const
     fprintf(fp, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size %d,%d } "
                 "else { set terminal png size %d,%d }\n", o->width, o->height, o->width, o->height);
     fputs("set output ", fp);
-    put_quoted(fp, o->output);
+    plot_put_quoted(fp, o->output);
     fprintf(fp, "\nset datafile missing 'NaN'\nset grid\nset key outside right top\n"
                 "set multiplot layout %d,1 title ", panels);
-    put_quoted(fp, o->input);
+    plot_put_quoted(fp, o->input);
     fputc('\n', fp);
     plot_panel(fp, dir, ids, n, aggregate, 0, "potential energy (eV)", 0);
     plot_panel(fp, dir, ids, n, aggregate, 1, "temperature (K)", !has_pressure);
@@ -321,8 +320,7 @@ static void write_script(FILE *fp, const plot_options *o, const char *dir, const
     fputs("unset multiplot\n", fp);
 }
 
-/* gnuplot on PATH? */
-static int have_gnuplot(void)
+int plot_have_gnuplot(void)
 {
     const char *path = getenv("PATH");
     char buf[PATH_MAX];
@@ -335,8 +333,7 @@ static int have_gnuplot(void)
     return 0;
 }
 
-/* Runs gnuplot on dir/plot.gp; its messages go to dir/gnuplot.err. */
-static mdf_status run_gnuplot(const char *dir, const char *output, mdf_error *err)
+mdf_status plot_run_gnuplot(const char *dir, const char *output, mdf_error *err)
 {
     char cmd[2 * PLOT_DIR_MAX + 64], errpath[PLOT_DIR_MAX + 16];
     snprintf(errpath, sizeof errpath, "%s/gnuplot.err", dir);
@@ -356,15 +353,21 @@ static mdf_status run_gnuplot(const char *dir, const char *output, mdf_error *er
                          WIFEXITED(rc) ? WEXITSTATUS(rc) : rc, *msg ? msg : "no message");
 }
 
+mdf_status plot_make_tempdir(char *dir, size_t size, const char *prefix, mdf_error *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (tmp && (strlen(tmp) + strlen(prefix) + 32 > size || strchr(tmp, '\''))) tmp = NULL; /* quoted for the shell */
+    snprintf(dir, size, "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
+    if (!mkdtemp(dir)) return mdf_error_set(err, MDF_ERR_IO, "cannot make a temporary folder (%s): %s", dir, strerror(errno));
+    return MDF_OK;
+}
+
 /* Draws the log into o->output through a temporary folder. */
 static mdf_status draw(const plot_options *o, const plot_log *log, int64_t *ids, size_t n, int aggregate,
                        mdf_error *err)
 {
-    const char *tmp = getenv("TMPDIR");
     char dir[PLOT_DIR_MAX], path[PATH_MAX];
-    if (tmp && (strlen(tmp) > sizeof dir - 32 || strchr(tmp, '\''))) tmp = NULL; /* quoted for the shell below */
-    snprintf(dir, sizeof dir, "%s/mdflow-plot.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return mdf_error_set(err, MDF_ERR_IO, "cannot make a temporary folder (%s): %s", dir, strerror(errno));
+    if (plot_make_tempdir(dir, sizeof dir, "mdflow-plot", err) != MDF_OK) return err->code;
     mdf_status st = aggregate ? write_aggregate(dir, log, ids, n, err) : write_per_system(dir, log, ids, n, err);
     snprintf(path, sizeof path, "%s/plot.gp", dir);
     FILE *fp = st == MDF_OK ? fopen(path, "w") : NULL;
@@ -373,7 +376,7 @@ static mdf_status draw(const plot_options *o, const plot_log *log, int64_t *ids,
         write_script(fp, o, dir, ids, n, aggregate, log->has_pressure);
         if (fclose(fp) != 0) st = mdf_error_set(err, MDF_ERR_IO, "cannot write %s", path);
     }
-    if (st == MDF_OK) st = run_gnuplot(dir, o->output, err);
+    if (st == MDF_OK) st = plot_run_gnuplot(dir, o->output, err);
     const char *names[] = {"plot.gp", "gnuplot.err", "aggregate.dat"};
     for (size_t k = 0; k < 3; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[k]);
@@ -449,7 +452,7 @@ int plot_command(int argc, char **argv)
     if (st == MDF_OK) st = read_log(o.input, &log, &err);
     if (st == MDF_OK && !(ids = log_ids(&log, &n))) st = mdf_error_set(&err, MDF_ERR_NOMEM, "no memory for the ids");
     if (st == MDF_OK && o.systems) st = pick_systems(o.systems, o.input, &ids, &n, &err);
-    if (st == MDF_OK && !have_gnuplot())
+    if (st == MDF_OK && !plot_have_gnuplot())
         st = mdf_error_set(&err, MDF_ERR_IO, "gnuplot is not installed (not on PATH): install it (Debian: apt-get "
                            "install gnuplot-nox; scripts/install-deps.sh does) and plot again");
     int aggregate = o.aggregate || n > PLOT_LINES_MAX;

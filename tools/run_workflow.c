@@ -14,6 +14,7 @@
 #include "paths.h"
 #include "progress.h"
 #include "runner.h"
+#include "sched.h"
 #include "trajectory.h"
 #include "workflow.h"
 
@@ -804,8 +805,11 @@ mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
     if (st == MDF_OK) st = prepare(wf, &rs, err);
     if (st == MDF_OK) {
         rs.col.exit_status = wf->sequential ? wf->ncomp : mdf_stage_exit_status(rs.stage);
-        st = wf->sequential ? run_sequential(wf, &rs, &report, err) : run_inflight(wf, &rs, &report, err);
+        if (wf->sched_report) st = mdf_runtime_trace_start(err);
+        if (st == MDF_OK)
+            st = wf->sequential ? run_sequential(wf, &rs, &report, err) : run_inflight(wf, &rs, &report, err);
         if (st != MDF_OK && rs.col.err.code != MDF_OK) *err = rs.col.err; /* our callback stopped it */
+        if (st == MDF_OK && wf->sched_report) st = sched_report_write(wf->sched_report, &report, err);
         st = finish(wf, &rs, &report, st, err);
     }
     mdf_stage_destroy(rs.stage); /* before the sinks its hooks borrow */

@@ -111,6 +111,8 @@ typedef struct mdf_workflow {
     double progress_every;         /* `mdflow run --progress-every S` (off a terminal) */
     int sequential;                /* set by `mdflow run --sequential`: the stages one after
                                     * another on static batches, no fusion, no refill */
+    const char *sched_report;      /* `mdflow run --sched-report FILE` (hidden, mdflow sched's
+                                    * children): trace the tasks, write FILE (tools/sched.h) */
 } mdf_workflow;
 
 /* Reads and checks the workflow file at path into wf. */

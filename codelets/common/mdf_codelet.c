@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mdf_codelet.h"
+#include "mdflow/runtime.h"
 
 static size_t blob_unit(size_t bytes)
 {
@@ -85,6 +86,7 @@ int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, in
             else task->modes[i] = modes[i];
         }
     }
+    if (mdf_runtime_trace_on()) mdf_runtime_trace_task(task); /* mdflow sched's Gantt charts */
     int ret = starpu_task_submit(task);
     if (ret != 0) mdf_task_discard(task);
     return ret;

@@ -3,6 +3,7 @@
 #ifndef MDFLOW_RUNTIME_H
 #define MDFLOW_RUNTIME_H
 
+#include <stddef.h>
 #include <stdio.h>
 #include "mdflow/error.h"
 
@@ -57,14 +58,52 @@ typedef struct mdf_worker_stats {
     long tasks;
     double executing_s;  /* time spent in codelets */
     double total_s;      /* time since profiling started */
+    double sleeping_s;   /* time spent asleep (no task to run); idle = total - executing - sleeping */
 } mdf_worker_stats;
 
-/* Fills up to max entries, returns the worker count. Needs profiling. */
+/* Fills up to max entries, returns the worker count. Needs profiling.
+ * Reading restarts the statistics (StarPU's counters). */
 int mdf_runtime_worker_stats(mdf_worker_stats *out, int max);
 /* Prints a per-worker table (tasks, busy share) to fp. */
 void mdf_runtime_print_worker_stats(FILE *fp);
 /* Restarts the statistics (e.g. after warm-up). */
 void mdf_runtime_reset_stats(void);
+
+/* Bytes StarPU moved between memory nodes (every bus, both directions)
+ * since profiling started or the last call (StarPU restarts its bus
+ * counters when they are read), and the number of transfers; 0 on a machine
+ * with one memory node (CPU workers only). Needs profiling. */
+long long mdf_runtime_bus_bytes(long long *transfers);
+
+/* ---- task trace (mdflow sched's Gantt charts) ----------------------------------
+ *
+ * While on, every task submitted through mdf_submit records its codelet,
+ * worker and execution interval from StarPU's task profiling (Debian's
+ * StarPU has no FxT traces): a task callback appends one record under a
+ * lock. Off (the default) it costs one test per submitted task. Needs
+ * profiling (mdf_runtime_config.profiling, the default). */
+typedef struct mdf_task_record {
+    int worker;          /* StarPU worker id */
+    int codelet;         /* index into mdf_runtime_trace_codelets' names */
+    double start_us;     /* StarPU's clock, microseconds */
+    double end_us;
+} mdf_task_record;
+
+/* Starts recording (clears what an earlier trace kept) and restarts the
+ * worker and bus statistics, so that they cover what the trace covers.
+ * StarPU must run. */
+mdf_status mdf_runtime_trace_start(mdf_error *err);
+/* Stops recording; what was recorded stays readable until the next start. */
+void mdf_runtime_trace_stop(void);
+/* The records, in completion order, and their count. */
+const mdf_task_record *mdf_runtime_trace_tasks(size_t *n);
+/* The codelet (task) names the records index, and their count. */
+const char *const *mdf_runtime_trace_codelets(size_t *n);
+/* 1 when a trace is recording; mdf_submit asks before each task. */
+int mdf_runtime_trace_on(void);
+/* Makes a task about to be submitted record itself at its end (its callback,
+ * which must be free). */
+void mdf_runtime_trace_task(void *starpu_task);
 
 #ifdef __cplusplus
 }
