@@ -406,11 +406,12 @@ static void carry_system(const mdf_nl_bins_view *o, int32_t from, int32_t a_old,
     n->grid[to] = *g;
     n->grid[to].nbuilds = 0; /* the old pipeline's statistics counted them */
     n->grid[to].rebuilt = 0;
+    int32_t shift = a_new - a_old;
+    if (g->image_q) n->grid[to].entry_base = g->entry_base + shift; /* wide entries count from atom_start */
     size_t k_old = 3 * (size_t)a_old, k_new = 3 * (size_t)a_new, nk = 3 * (size_t)natoms;
     memcpy(n->ref_pos + k_new, o->ref_pos + k_old, sizeof(double) * nk);
     memcpy(n->offset + k_new, o->offset + k_old, sizeof(double) * nk);
     memcpy(n->cell_of + a_new, o->cell_of + a_old, sizeof(int32_t) * (size_t)natoms);
-    int32_t shift = a_new - a_old;
     for (int32_t a = 0; a < natoms; a++) n->sorted[a_new + a] = o->sorted[a_old + a] + shift;
     if (!g->valid) return;
     /* A system has at most as many cells as atoms: its starts fit. */

@@ -3,7 +3,8 @@
 # workflow (FIRE relaxation fused with Langevin MD, inflight batching with
 # refills while systems are in flight, model work cut into chunks of 100
 # atoms that slice the larger systems, argon clusters of 16-142 atoms and
-# periodic crystals of 256 and 320 atoms from examples/argon_mixed.xyz) run
+# periodic crystals of 256 and 320 atoms from examples/argon_mixed.xyz, and
+# two 4-atom crystals, smaller than the cutoff) run
 # under every scheduling policy the linked StarPU offers, with 1 and 2 CPU
 # workers and 2 and 3 shards, writes the same final structures, byte for
 # byte, as under lws with 2 workers and 2 shards, and the same log rows
@@ -34,8 +35,20 @@ pick_frames() {
         state == 1 { if (keep) print; left = n; state = n > 0 ? 2 : 0; if (!state) nf++; next }
         state == 2 { if (keep) print; if (--left == 0) { state = 0; nf++ } }' "$2"
 }
-# Crystals 0, 4 (256 atoms) and 1, 5 (320), clusters 96-125 (16-142 atoms).
-pick_frames "0 1 4 5 $(seq -s ' ' 96 125)" "$srcdir/examples/argon_mixed.xyz" >data.xyz
+# Crystals 0, 4 (256 atoms) and 1, 5 (320), clusters 96-125 (16-142 atoms),
+# and two fcc cells of 4 atoms, narrower than twice the list radius (an atom
+# sees several images of each neighbour: lists of "wide" entries, counted
+# from the system's first atom, which moves when systems before it leave).
+small_cell() {
+    printf '4\nLattice="5.26 0 0 0 5.26 0 0 0 5.26" Properties=species:S:1:pos:R:3 pbc="T T T"\n'
+    printf 'Ar %s\n' "$1 0.02 -0.01" "0.01 2.63 2.64" "2.62 -0.02 2.63" "2.63 2.65 0.01"
+}
+{
+    pick_frames "0 1" "$srcdir/examples/argon_mixed.xyz"
+    small_cell 0.03
+    small_cell -0.04
+    pick_frames "4 5 $(seq -s ' ' 96 125)" "$srcdir/examples/argon_mixed.xyz"
+} >data.xyz
 
 # workflow NAME SHARDS: NAME.yaml writing NAME.xyz, NAME.relax.csv, NAME.md.csv.
 # Relaxations of 5 to 150 steps make systems leave at many different
@@ -80,7 +93,7 @@ if [ "$rc" -ne 0 ] || [ ! -s ref.xyz ] || [ ! -s ref.relax.csv ] || [ ! -s ref.m
     finish
 fi
 nframes=$(frames ref.xyz | grep -c mdf_system_id)
-if [ "$nframes" -eq 34 ]; then pass "reference run: 34 final frames"; else fail "reference run: 34 final frames" "$nframes"; fi
+if [ "$nframes" -eq 36 ]; then pass "reference run: 36 final frames"; else fail "reference run: 36 final frames" "$nframes"; fi
 rows_by_system ref.relax.csv >ref.relax.rows
 rows_by_system ref.md.csv >ref.md.rows
 
