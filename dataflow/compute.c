@@ -15,8 +15,20 @@
  * of few large systems, but no task below ~1,000 atoms of work. */
 #define MDF_CHUNK_MIN 1024
 #define MDF_CHUNK_MAX 8192
+/* Automatic slice size of a large system: a constant, so that a system's
+ * slices (and the order of its sums) depend on the system alone, never on
+ * the worker count or on the systems that share its batch. */
+#define MDF_CHUNK_SLICE 2048
+
+/* Where a system lay in its shard when a pipeline was made (the bins are
+ * indexed so): what mdf_compute_carry_lists maps to the new layout. */
+typedef struct ws_system {
+    int32_t source, atom_start, natoms;
+} ws_system;
 
 typedef struct shard_ws {
+    ws_system *systems;    /* nsys of the shard at creation */
+    int32_t nsys;
     void *bins_mem;
     starpu_data_handle_t bins;
     int32_t big_sys[2], big_atoms[2]; /* systems (and their atoms) binned by many
@@ -44,7 +56,8 @@ struct mdf_compute {
     double r_list;
     int32_t slots;
     int32_t big_atoms;      /* mdf_nl_bin_args.big_atoms */
-    int32_t group_atoms;    /* whole systems per chunk, in atoms (slices use cfg.chunk_atoms) */
+    int32_t slice_atoms;    /* a system larger than this is sliced (cfg.chunk_atoms, or MDF_CHUNK_SLICE) */
+    int32_t group_atoms;    /* whole systems per chunk, in atoms */
     int32_t all_pairs_atoms;/* see mdf_nl_bin_args; 0 with CUDA workers (their model uses lists) */
     int32_t all_pairs_small;
     double all_pairs_volume;
@@ -155,14 +168,22 @@ static mdf_status create_aux(const mdf_compute *c, const mdf_shard *sh, shard_ws
 static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws *w, mdf_error *err)
 {
     const mdf_sys_info *sys = c->b->sys + sh->sys_off;
-    int32_t target = c->cfg.chunk_atoms, group = c->group_atoms;
     /* A model that takes whole systems only: no system is sliced. */
-    int whole = (c->m->def->flags & MDF_MODEL_WHOLE_SYSTEMS) != 0;
-    do {
-        w->nchunks = sh->nsys ? plan_chunks(sys, sh->nsys, whole ? INT32_MAX : target, group, w->chunks) : 0;
-        target = target > INT32_MAX / 2 ? INT32_MAX : 2 * target;
-        group = group > INT32_MAX / 2 ? INT32_MAX : 2 * group;
-    } while (w->nchunks > MDF_REDUCE_MAX_CHUNKS);
+    int32_t slice = (c->m->def->flags & MDF_MODEL_WHOLE_SYSTEMS) ? INT32_MAX : c->slice_atoms, group = c->group_atoms;
+    /* Too many chunks: whole systems merge first, which leaves every sum
+     * as it was; slices grow only when the shard's slices alone are too
+     * many, and then depend on the shard's other systems too. */
+    for (;;) {
+        w->nchunks = sh->nsys ? plan_chunks(sys, sh->nsys, slice, group, w->chunks) : 0;
+        if (w->nchunks <= MDF_REDUCE_MAX_CHUNKS) break;
+        if (group < INT32_MAX) group = group > INT32_MAX / 2 ? INT32_MAX : 2 * group;
+        else slice = slice > INT32_MAX / 2 ? INT32_MAX : 2 * slice;
+    }
+    w->nsys = sh->nsys;
+    w->systems = calloc((size_t)(sh->nsys ? sh->nsys : 1), sizeof *w->systems);
+    if (!w->systems) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard %d's workspace", sh->index);
+    for (int32_t s = 0; s < sh->nsys; s++)
+        w->systems[s] = (ws_system){.source = sys[s].source, .atom_start = sys[s].atom_start, .natoms = sys[s].natoms};
     size_t bytes = mdf_nl_bins_bytes(sh->atom_cap, sh->sys_cap);
     w->bins_mem = aligned_zero(bytes);
     if (!w->bins_mem) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard %d's cell bins", sh->index);
@@ -242,11 +263,12 @@ static void destroy_shard_ws(shard_ws *w)
     free(w->aux_mem);
     if (w->bins) starpu_data_unregister(w->bins);
     free(w->bins_mem);
+    free(w->systems);
 }
 
-/* Two chunks per worker over the whole batch, within [MIN, MAX]. It depends
- * on the batch and the worker count only, never on the sharding, so a
- * system's slices (and its sums) are the same whatever the shard count. */
+/* Two chunks per worker over the whole batch, within [MIN, MAX]: how many
+ * whole systems share a chunk, which changes no sum (slices take
+ * MDF_CHUNK_SLICE). */
 static int32_t auto_chunk_atoms(const mdf_batch *b)
 {
     int workers = (int)starpu_worker_get_count();
@@ -328,13 +350,14 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
      * Large systems are sliced the same either way. */
     int automatic = c->cfg.chunk_atoms == 0;
     if (automatic) c->cfg.chunk_atoms = auto_chunk_atoms(b);
+    c->slice_atoms = automatic ? MDF_CHUNK_SLICE : c->cfg.chunk_atoms;
     c->group_atoms = automatic && b->nshards >= (int)starpu_worker_get_count() ? INT32_MAX : c->cfg.chunk_atoms;
     c->r_list = mdf_model_list_radius(m, c->cfg.skin);
     /* Small open systems skip the lists when only CPUs evaluate the model:
      * whole in a chunk, and a box of at most all_pairs_ratio list spheres
      * (all pairs then number at most about that many times the listed ones). */
     if (starpu_cuda_worker_get_count() == 0 && m->all_pairs_atoms > 0) {
-        c->all_pairs_atoms = m->all_pairs_atoms < c->cfg.chunk_atoms ? m->all_pairs_atoms : c->cfg.chunk_atoms;
+        c->all_pairs_atoms = m->all_pairs_atoms < c->slice_atoms ? m->all_pairs_atoms : c->slice_atoms;
         c->all_pairs_small = m->all_pairs_small;
         c->all_pairs_volume = m->all_pairs_ratio * 4.0 / 3.0 * M_PI * c->r_list * c->r_list * c->r_list;
     }
@@ -369,6 +392,66 @@ void mdf_compute_destroy(mdf_compute *c)
         for (int k = 0; k < c->b->nshards; k++) destroy_shard_ws(&c->ws[k]);
     free(c->ws);
     free(c);
+}
+
+/* ---- carrying the binning over to a new pipeline -------------------------- */
+
+/* Copies system `from` of an old shard's bins (its atoms from a_old) to
+ * system `to` of the new bins (from a_new): grid, reference positions,
+ * offsets and cells, with the sorted atoms and cell starts shifted. */
+static void carry_system(const mdf_nl_bins_view *o, int32_t from, int32_t a_old, mdf_nl_bins_view *n, int32_t to,
+                         int32_t a_new, int32_t natoms)
+{
+    const mdf_nl_grid *g = &o->grid[from];
+    n->grid[to] = *g;
+    n->grid[to].nbuilds = 0; /* the old pipeline's statistics counted them */
+    n->grid[to].rebuilt = 0;
+    int32_t shift = a_new - a_old;
+    if (g->image_q) n->grid[to].entry_base = g->entry_base + shift; /* wide entries count from atom_start */
+    size_t k_old = 3 * (size_t)a_old, k_new = 3 * (size_t)a_new, nk = 3 * (size_t)natoms;
+    memcpy(n->ref_pos + k_new, o->ref_pos + k_old, sizeof(double) * nk);
+    memcpy(n->offset + k_new, o->offset + k_old, sizeof(double) * nk);
+    memcpy(n->cell_of + a_new, o->cell_of + a_old, sizeof(int32_t) * (size_t)natoms);
+    for (int32_t a = 0; a < natoms; a++) n->sorted[a_new + a] = o->sorted[a_old + a] + shift;
+    if (!g->valid) return;
+    /* A system has at most as many cells as atoms: its starts fit. */
+    int64_t ncells = (int64_t)g->n[0] * g->n[1] * g->n[2];
+    const int32_t *cs = o->cell_start + a_old + from;
+    int32_t *cd = n->cell_start + a_new + to;
+    for (int64_t cell = 0; cell <= ncells; cell++) cd[cell] = cs[cell] + shift;
+}
+
+/* Shard k: each system that stayed takes its bins from the old pipeline.
+ * A refill keeps the staying systems in order and appends newcomers. */
+static mdf_status carry_shard(mdf_compute *to, const mdf_compute *from, int k, mdf_error *err)
+{
+    shard_ws *o = &from->ws[k], *n = &to->ws[k];
+    if (n->nsys == 0 || o->nsys == 0) return MDF_OK;
+    if (starpu_data_acquire(o->bins, STARPU_R) != 0)
+        return mdf_error_set(err, MDF_ERR_STARPU, "could not read shard %d's bins", k);
+    if (starpu_data_acquire(n->bins, STARPU_RW) != 0) {
+        starpu_data_release(o->bins);
+        return mdf_error_set(err, MDF_ERR_STARPU, "could not write shard %d's bins", k);
+    }
+    mdf_nl_bins_view ov = mdf_nl_bins_map(o->bins_mem), nv = mdf_nl_bins_map(n->bins_mem);
+    for (int32_t s = 0, q = 0; s < n->nsys; s++, q++) {
+        while (q < o->nsys && o->systems[q].source != n->systems[s].source) q++;
+        if (q == o->nsys) break; /* the newcomers, from here on */
+        carry_system(&ov, q, o->systems[q].atom_start, &nv, s, n->systems[s].atom_start, n->systems[s].natoms);
+    }
+    nv.head->force_rebuild = MDF_NL_RELIST_ALL;
+    starpu_data_release(n->bins);
+    starpu_data_release(o->bins);
+    return MDF_OK;
+}
+
+mdf_status mdf_compute_carry_lists(mdf_compute *to, const mdf_compute *from, mdf_error *err)
+{
+    /* GPU bins kernels rebuild every list on a relist anyway. */
+    if (!from || starpu_cuda_worker_get_count() > 0) return MDF_OK;
+    mdf_status st = MDF_OK;
+    for (int k = 0; st == MDF_OK && k < to->b->nshards; k++) st = carry_shard(to, from, k, err);
+    return st;
 }
 
 /* ---- one evaluation ------------------------------------------------------ */

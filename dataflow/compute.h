@@ -28,6 +28,14 @@ void mdf_compute_config_init(mdf_compute_config *cfg);
 mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_config *cfg,
                               mdf_compute **out, mdf_error *err);
 void mdf_compute_destroy(mdf_compute *c);
+/* After a refill, before `to` (a new pipeline over the same batch) submits
+ * anything: every system that was in `from` keeps its binning, and its
+ * lists are made again from the positions of that binning, as they were.
+ * A system's lists therefore change only when the system itself needs it
+ * (never at the step a refill happened), which keeps its order of
+ * summation. Tasks of `from` must be done. With CUDA workers, the lists
+ * are rebuilt from the current positions instead. */
+mdf_status mdf_compute_carry_lists(mdf_compute *to, const mdf_compute *from, mdf_error *err);
 /* Submits one model evaluation of shard k; flags: MDF_COMPUTE_*. */
 mdf_status mdf_compute_submit(mdf_compute *c, int k, int flags, mdf_error *err);
 /* The virial of every system at `status`, evaluated now at its positions

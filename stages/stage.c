@@ -939,9 +939,11 @@ static mdf_status refill_now(stage_run *r, int64_t step, int *took_step, mdf_err
     if (added || removed) r->refills++;
     if (st == MDF_OK && (added || removed || !r->c)) {
         fold_compute_stats(r);
-        mdf_compute_destroy(r->c);
+        mdf_compute *old = r->c;
         r->c = NULL;
         st = create_compute(r, err);
+        if (st == MDF_OK) st = mdf_compute_carry_lists(r->c, old, err);
+        mdf_compute_destroy(old);
     }
     pthread_mutex_lock(&r->ctl.lock);
     for (int k = 0; k < r->b->nshards; k++) r->cens[k].step = -1;

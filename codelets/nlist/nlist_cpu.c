@@ -90,11 +90,19 @@ void mdf_nl_bin_cpu(void *buffers[], void *cl_arg)
     const double *pos = (const double *)STARPU_VECTOR_GET_PTR(buffers[0]);
     const mdf_sys_info *sys = (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[1]);
     mdf_nl_bins_view v = mdf_nl_bins_map((void *)STARPU_VECTOR_GET_PTR(buffers[2]));
+    /* Bins carried over from another pipeline: the lists are empty, and a
+     * system whose binning still holds gets them back from its reference
+     * positions (the lists of its last binning, entry for entry), so when
+     * a refill made a new pipeline leaves no trace in its trajectory. */
+    const int relist = v.head->force_rebuild == MDF_NL_RELIST_ALL;
+    const int rebuild_all = v.head->force_rebuild == MDF_NL_REBUILD_ALL;
     for (int32_t s = 0; s < args->nsys; s++) {
         mdf_nl_grid *g = &v.grid[s];
         const mdf_sys_info *si = &sys[s];
         if (!mdf_status_in(si->status, args->status_lo, args->status_hi)) {
-            g->rebuilt = 0; /* not evaluated this time: its lists wait */
+            /* not evaluated this time: its lists wait (carried ones are
+             * made now, the binning they need may not outlive this task) */
+            g->rebuilt = relist && g->valid && !g->all_pairs ? MDF_NL_RELISTED : 0;
             continue;
         }
         if (all_pairs_now(pos, si, args)) { /* no bins, no list: the model takes every pair */
@@ -103,11 +111,11 @@ void mdf_nl_bin_cpu(void *buffers[], void *cl_arg)
             continue;
         }
         /* Back from the all-pairs path, the bins and list are stale: rebuild. */
-        int need = !g->valid || g->all_pairs || v.head->force_rebuild || mdf_nl_cell_changed(g, si) ||
+        int need = !g->valid || g->all_pairs || rebuild_all || mdf_nl_cell_changed(g, si) ||
                    mdf_nl_moved_too_far(pos, v.ref_pos, si->atom_start, si->atom_start + si->natoms,
                                         args->half_skin2);
         g->all_pairs = 0;
-        g->rebuilt = need;
+        g->rebuilt = need ? MDF_NL_REBINNED : relist ? MDF_NL_RELISTED : 0;
         if (need) mdf_nl_bin_system(pos, si, s, &v, args->r_list);
     }
     v.head->force_rebuild = 0;
@@ -266,7 +274,7 @@ void mdf_nl_update_cpu(void *buffers[], void *cl_arg)
 void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
 {
     const mdf_nl_build_args *args = (const mdf_nl_build_args *)cl_arg;
-    const double *pos = (const double *)STARPU_VECTOR_GET_PTR(buffers[0]);
+    const double *x = (const double *)STARPU_VECTOR_GET_PTR(buffers[0]);
     const mdf_sys_info *sys = (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[2]);
     mdf_nl_bins_view v = mdf_nl_bins_map((void *)STARPU_VECTOR_GET_PTR(buffers[3]));
     mdf_nl_list_view l = mdf_nl_list_map((void *)STARPU_VECTOR_GET_PTR(buffers[4]));
@@ -277,6 +285,8 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         if (!v.grid[s].rebuilt) continue;
         any = 1;
+        /* A relist builds from the positions of the binning, as it did. */
+        const double *pos = v.grid[s].rebuilt == MDF_NL_RELISTED ? v.ref_pos : x;
         const mdf_sys_info *si = &sys[s];
         int32_t i0 = si->atom_start > c->atom_begin ? si->atom_start : c->atom_begin;
         int32_t i1 = si->atom_start + si->natoms;

@@ -59,7 +59,10 @@
 /* Per-system binning state. */
 typedef struct mdf_nl_grid {
     int32_t n[3];          /* cells along each basis direction */
-    int32_t rebuilt;       /* 1 when this step rebuilt the system's lists */
+    int32_t rebuilt;       /* nonzero when this step rebuilt the system's lists:
+                            * MDF_NL_REBINNED (new binning) or
+                            * MDF_NL_RELISTED (the binning kept, lists made
+                            * again from the reference positions) */
     int32_t periodic[3];
     int32_t valid;         /* 0 until the first build */
     int32_t all_pairs;     /* 1: left to an all-pairs model this step (CPU
@@ -82,9 +85,22 @@ typedef struct mdf_nl_grid {
  * capacities so that a kernel can find every array from the pointer alone. */
 typedef struct mdf_nl_bins_head {
     int32_t atom_cap, sys_cap;
-    int32_t force_rebuild; /* set by the host side (refill): rebuild all */
+    int32_t force_rebuild; /* set by the host side: MDF_NL_REBUILD_ALL, or
+                            * MDF_NL_RELIST_ALL (the bins were carried over
+                            * from another pipeline, the lists are empty) */
     int32_t pad;
 } mdf_nl_bins_head;
+
+/* mdf_nl_grid.rebuilt */
+#define MDF_NL_REBINNED 1
+#define MDF_NL_RELISTED 2
+/* mdf_nl_bins_head.force_rebuild. A relist rebuilds each system's lists
+ * from its binning and reference positions (those of its last binning):
+ * the lists it had, entry for entry, so a new pipeline (a refill's) changes
+ * no system's order of summation. A GPU bins kernel treats it as a full
+ * rebuild (correct, not bit for bit). */
+#define MDF_NL_REBUILD_ALL 1
+#define MDF_NL_RELIST_ALL 2
 
 typedef struct mdf_nl_bins_view {
     mdf_nl_bins_head *head;
