@@ -76,3 +76,24 @@ require_python() {
         exit 77
     fi
 }
+
+# argon_clusters SEED "SIZES" JITTER: extended XYZ on standard output, one
+# open argon cluster per size (atoms on an fcc lattice, 5.26 Å, each
+# coordinate jittered by up to ±JITTER/2 Å; atoms past the 14 lattice sites
+# on a line beside the cluster).
+argon_clusters() {
+    awk -v seed="$1" -v list="$2" -v jitter="$3" 'BEGIN {
+    srand(seed); a = 5.26
+    nc = split(list, sizes, " ")
+    for (c = 1; c <= nc; c++) {
+        n = sizes[c]; printf "%d\nProperties=species:S:1:pos:R:3 pbc=\"F F F\"\n", n
+        k = 0
+        for (i = -1; i <= 1 && k < n; i++) for (j = -1; j <= 1 && k < n; j++) for (l = -1; l <= 1 && k < n; l++) {
+            if ((i + j + l) % 2 != 0) continue
+            printf "Ar %.4f %.4f %.4f\n", i * a / 2 + jitter * (rand() - 0.5), j * a / 2 + jitter * (rand() - 0.5), l * a / 2 + jitter * (rand() - 0.5)
+            k++
+        }
+        for (; k < n; k++) printf "Ar %.4f %.4f %.4f\n", 5.0 + 3.7 * (k - 13), 0.1 * c, 0.2
+    }
+}'
+}

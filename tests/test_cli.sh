@@ -345,20 +345,7 @@ expect_error "--output into a missing directory" nonzero "/nonexistent-dir/out.x
 
 # ---- 6. relax, ensembles, the CSV log ------------------------------------------------
 # clusters.xyz: three jittered argon clusters (13, 19 and 8 atoms), not relaxed.
-awk 'BEGIN {
-    srand(7); a = 5.26
-    split("13 19 8", sizes, " ")
-    for (c = 1; c <= 3; c++) {
-        n = sizes[c]; printf "%d\nProperties=species:S:1:pos:R:3 pbc=\"F F F\"\n", n
-        k = 0
-        for (i = -1; i <= 1 && k < n; i++) for (j = -1; j <= 1 && k < n; j++) for (l = -1; l <= 1 && k < n; l++) {
-            if ((i + j + l) % 2 != 0) continue
-            printf "Ar %.4f %.4f %.4f\n", i * a / 2 + 0.1 * (rand() - 0.5), j * a / 2 + 0.1 * (rand() - 0.5), l * a / 2 + 0.1 * (rand() - 0.5)
-            k++
-        }
-        for (; k < n; k++) printf "Ar %.4f %.4f %.4f\n", 5.0 + 3.7 * (k - 13), 0.1 * c, 0.2
-    }
-}' >clusters.xyz
+argon_clusters 7 "13 19 8" 0.1 >clusters.xyz
 for args in "relax --help" "methods"; do
     # shellcheck disable=SC2086 # the words of args are separate arguments
     run "$MDFLOW" $args

@@ -24,19 +24,7 @@ command -v gnuplot >/dev/null 2>&1 || { echo "SKIP: gnuplot is not installed (De
 
 # clusters.xyz: four argon clusters of 8, 13, 6 and 10 atoms on an fcc
 # lattice (5.26 Å), jittered by up to ±0.15 Å, open boundaries.
-awk 'BEGIN {
-    srand(5); a = 5.26
-    split("8 13 6 10", sizes, " ")
-    for (c = 1; c <= 4; c++) {
-        n = sizes[c]; printf "%d\nProperties=species:S:1:pos:R:3 pbc=\"F F F\"\n", n
-        k = 0
-        for (i = -1; i <= 1 && k < n; i++) for (j = -1; j <= 1 && k < n; j++) for (l = -1; l <= 1 && k < n; l++) {
-            if ((i + j + l) % 2 != 0) continue
-            printf "Ar %.4f %.4f %.4f\n", i * a / 2 + 0.3 * (rand() - 0.5), j * a / 2 + 0.3 * (rand() - 0.5), l * a / 2 + 0.3 * (rand() - 0.5)
-            k++
-        }
-    }
-}' >clusters.xyz
+argon_clusters 5 "8 13 6 10" 0.3 >clusters.xyz
 cat >wf.yaml <<'EOF'
 input: clusters.xyz
 model:

@@ -49,20 +49,7 @@ info_values() {
 # ---- inputs ----------------------------------------------------------------------
 # clusters.xyz: six jittered (±0.15 Å), unrelaxed argon clusters of 13, 19, 8, 13, 6 and 10
 # atoms (69 in all), open boundaries.
-awk 'BEGIN {
-    srand(11); a = 5.26
-    split("13 19 8 13 6 10", sizes, " ")
-    for (c = 1; c <= 6; c++) {
-        n = sizes[c]; printf "%d\nProperties=species:S:1:pos:R:3 pbc=\"F F F\"\n", n
-        k = 0
-        for (i = -1; i <= 1 && k < n; i++) for (j = -1; j <= 1 && k < n; j++) for (l = -1; l <= 1 && k < n; l++) {
-            if ((i + j + l) % 2 != 0) continue
-            printf "Ar %.4f %.4f %.4f\n", i * a / 2 + 0.3 * (rand() - 0.5), j * a / 2 + 0.3 * (rand() - 0.5), l * a / 2 + 0.3 * (rand() - 0.5)
-            k++
-        }
-        for (; k < n; k++) printf "Ar %.4f %.4f %.4f\n", 5.0 + 3.7 * (k - 13), 0.1 * c, 0.2
-    }
-}' >clusters.xyz
+argon_clusters 11 "13 19 8 13 6 10" 0.3 >clusters.xyz
 
 # The base workflow; the error cases below change one line of it, so the line
 # numbers in this heredoc matter.
