@@ -88,7 +88,13 @@ if [ "$rc" -eq 0 ]; then pass "the built-in workflow (argon) passes --check"; el
 # ---- B: --version ----------------------------------------------------------------------
 pkgver=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"/\1/p' "$builddir/config.h")
 apiver=$(sed -n 's/^#define MDFLOW_API_VERSION \([0-9]*\).*/\1/p' "$SRC/include/mdflow/extension.h")
-spver=$(pkg-config --modversion starpu-1.4 2>/dev/null || pkg-config --modversion starpu-1.3 2>/dev/null)
+# The StarPU this build compiled against: its starpu_config.h, found through
+# the build's STARPU_CFLAGS (-I or -isystem), not pkg-config's default one.
+starpu_config=$(sed -n 's/^STARPU_CFLAGS = //p' "$builddir/Makefile" | tr ' ' '\n' | sed 's/^-I//' |
+    while read -r d; do [ -f "$d/starpu_config.h" ] && echo "$d/starpu_config.h" && break; done)
+spver=$(awk '$1 == "#define" && $2 ~ /^STARPU_(MAJOR|MINOR|RELEASE)_VERSION$/ { v[$2] = $3 }
+    END { print v["STARPU_MAJOR_VERSION"] "." v["STARPU_MINOR_VERSION"] "." v["STARPU_RELEASE_VERSION"] }' \
+    "${starpu_config:-/dev/null}")
 for form in --version version; do
     run "$MDFLOW" $form
     first=$(head -n 1 "$T/stdout")
