@@ -1,6 +1,6 @@
 /* mdflow — trajectories of mdflow md and relax (tools/trajectory.h). */
 #include <stdlib.h>
-#include <string.h>
+#include "formats.h"
 #include "trajectory.h"
 #include "workflow.h"
 
@@ -9,17 +9,13 @@
 #define TRAJ_XYZ_MAX_BYTES ((int64_t)4 << 30)
 #define TRAJ_XYZ_BYTES_PER_ATOM 100
 
-static int ends_with(const char *s, const char *tail)
-{
-    size_t n = strlen(s), k = strlen(tail);
-    return n >= k && strcmp(s + n - k, tail) == 0;
-}
-
 traj_format trajectory_format_of(const char *path)
 {
     int h5 = wf_hdf5_kind(path); /* the names output.snapshots takes */
     if (h5) return h5 == 2 ? TRAJ_H5MD : TRAJ_H5;
-    if (ends_with(path, ".xyz") || ends_with(path, ".extxyz")) return TRAJ_XYZ;
+    fmt_kind k;
+    mdf_error unused; /* not extended XYZ by its name: TRAJ_NONE, which trajectory_check reports */
+    if (fmt_choose("--trajectory", path, NULL, NULL, &k, &unused) == MDF_OK && k == FMT_XYZ) return TRAJ_XYZ;
     return TRAJ_NONE;
 }
 
