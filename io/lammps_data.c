@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lammps_internal.h"
+#include "mdflow/kernel/nlist.h" /* mdf_det3, mdf_inv3, mdf_vec_mat */
 
 /* ---- shared by the writers ------------------------------------------------------------- */
 
@@ -71,25 +72,6 @@ void mdf_lmp_types_free(mdf_lmp_types *t)
 }
 
 static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-
-static double det3(const double *c)
-{
-    return c[0] * (c[4] * c[8] - c[5] * c[7]) - c[1] * (c[3] * c[8] - c[5] * c[6]) + c[2] * (c[3] * c[7] - c[4] * c[6]);
-}
-
-static void inverse3(const double *c, double *inv)
-{
-    double d = det3(c);
-    inv[0] = (c[4] * c[8] - c[5] * c[7]) / d;
-    inv[1] = (c[2] * c[7] - c[1] * c[8]) / d;
-    inv[2] = (c[1] * c[5] - c[2] * c[4]) / d;
-    inv[3] = (c[5] * c[6] - c[3] * c[8]) / d;
-    inv[4] = (c[0] * c[8] - c[2] * c[6]) / d;
-    inv[5] = (c[2] * c[3] - c[0] * c[5]) / d;
-    inv[6] = (c[3] * c[7] - c[4] * c[6]) / d;
-    inv[7] = (c[1] * c[6] - c[0] * c[7]) / d;
-    inv[8] = (c[0] * c[4] - c[1] * c[3]) / d;
-}
 
 static void matmul3(const double *a, const double *b, double *out)
 {
@@ -204,17 +186,18 @@ mdf_status mdf_lmp_box_of(const mdf_frame *f, const char *name, size_t fi, mdf_l
         extent_box(f, b);
         return MDF_OK;
     }
-    if (!(det3(c) > 0.0))
+    double det = mdf_det3(c);
+    if (!(det > 0.0))
         return mdf_error_set(err, MDF_ERR_INVALID,
                              "%s: system %zu: the cell is %s; LAMMPS needs a right-handed cell (a·(b×c) > 0): "
-                             "swap two cell vectors", name, fi + 1, det3(c) == 0.0 ? "flat (zero volume)" : "left-handed");
+                             "swap two cell vectors", name, fi + 1, det == 0.0 ? "flat (zero volume)" : "left-handed");
     double l[9];
     if (c[1] == 0.0 && c[2] == 0.0 && c[5] == 0.0 && c[0] > 0.0 && c[4] > 0.0 && c[8] > 0.0) {
         memcpy(l, c, sizeof l); /* already LAMMPS's form: nothing moves */
     } else {
         double inv[9];
         lammps_orientation(c, l);
-        inverse3(c, inv);
+        mdf_inv3(c, inv); /* det > 0 */
         matmul3(inv, l, b->m);
         b->rotated = 1;
     }
@@ -234,7 +217,7 @@ void mdf_lmp_box_vec(const mdf_lmp_box *b, const double *in, double out[3])
         memcpy(out, in, 3 * sizeof *out);
         return;
     }
-    for (int j = 0; j < 3; j++) out[j] = in[0] * b->m[j] + in[1] * b->m[3 + j] + in[2] * b->m[6 + j];
+    mdf_vec_mat(in, b->m, out);
 }
 
 mdf_status mdf_lmp_write_file(const char *path, mdf_lmp_writer write, const void *ctx, mdf_error *err)
