@@ -248,12 +248,6 @@ static void test_lbfgs_pressure(void **state)
 
 /* ---- 5. Cu with native EAM, small cells ------------------------------------ */
 
-static const char *potentials(void)
-{
-    const char *d = getenv("MDF_LAMMPS_POTENTIALS");
-    return d ? d : "/usr/share/lammps/potentials";
-}
-
 /* Relaxes frames fr[n] (cells[i] conventional cells each) under the model
  * of type `type` with its text parameter key = value, by `method` at
  * pressure_GPa, checks every system against a_ref and v_ref, and frees the
@@ -298,7 +292,7 @@ static void relax_cu(const char *method, double pressure_GPa, double a_ref, doub
                        tu_fcc(2, 2, 2, 3.66, 29, -0.03, 0.02, 13)};
     const int cells[3] = {1, 1, 8};
     char path[1024];
-    snprintf(path, sizeof path, "%s/Cu_u3.eam", potentials());
+    snprintf(path, sizeof path, "%s/Cu_u3.eam", tu_lammps_potentials());
     relax_frames(fr, 3, cells, "eam", "file", path, method, pressure_GPa, a_ref, v_ref);
 }
 
@@ -306,7 +300,7 @@ static void test_eam_cu(void **state)
 {
     (void)state;
     char setup[2048], probe[1024];
-    snprintf(probe, sizeof probe, "%s/Cu_u3.eam", potentials());
+    snprintf(probe, sizeof probe, "%s/Cu_u3.eam", tu_lammps_potentials());
     FILE *fp = fopen(probe, "r");
     if (!fp) {
         fprintf(stderr, "%s not found (lammps-data): skipping the EAM cases\n", probe);

@@ -337,8 +337,7 @@ int main(void)
         printf("# no CUDA worker (no GPU, or a StarPU without CUDA): skipped\n");
         return TU_SKIP;
     }
-    g_pot = getenv("MDF_LAMMPS_POTENTIALS");
-    if (!g_pot) g_pot = "/usr/share/lammps/potentials";
+    g_pot = tu_lammps_potentials();
     static const char *const files[] = {"AlCu.eam.alloy", "Cu_u3.eam", "NiAlH_jea.eam.fs"};
     for (int k = 0; k < 3; k++) {
         char probe[1024];

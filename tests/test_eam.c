@@ -356,8 +356,7 @@ int main(void)
         fprintf(stderr, "lmp (LAMMPS) not found: skipping\n");
         return TU_SKIP;
     }
-    g_pot = getenv("MDF_LAMMPS_POTENTIALS");
-    if (!g_pot) g_pot = "/usr/share/lammps/potentials";
+    g_pot = tu_lammps_potentials();
     char probe[1024];
     snprintf(probe, sizeof probe, "%s/AlCu.eam.alloy", g_pot);
     FILE *fp = fopen(probe, "r");

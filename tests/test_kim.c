@@ -363,9 +363,8 @@ static void test_native_eam(void **state)
 {
     (void)state;
     static const char *kim = "EAM_Dynamo_CaiYe_1996_AlCu__MO_942551040047_005";
-    const char *pot = getenv("MDF_LAMMPS_POTENTIALS");
     char file[1024];
-    snprintf(file, sizeof file, "%s/AlCu.eam.alloy", pot ? pot : "/usr/share/lammps/potentials");
+    snprintf(file, sizeof file, "%s/AlCu.eam.alloy", tu_lammps_potentials());
     FILE *fp = fopen(file, "r");
     if (!model_installed(kim) || !fp) {
         if (fp) fclose(fp);

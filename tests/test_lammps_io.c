@@ -463,8 +463,7 @@ int main(void)
         fprintf(stderr, "lmp (LAMMPS) not found: skipping\n");
         return TU_SKIP;
     }
-    g_pot = getenv("MDF_LAMMPS_POTENTIALS");
-    if (!g_pot) g_pot = "/usr/share/lammps/potentials";
+    g_pot = tu_lammps_potentials();
     g_python = tu_python_with("ase");
     if (!g_python) fprintf(stderr, "no Python with ase: the ASE cases are skipped\n");
     g_dir = tu_tmpdir();

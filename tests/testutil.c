@@ -125,6 +125,12 @@ mdf_frame tu_random(int n, const double cell[9], const int pbc[3], double min_di
     return f;
 }
 
+const char *tu_lammps_potentials(void)
+{
+    const char *d = getenv("MDF_LAMMPS_POTENTIALS");
+    return d ? d : "/usr/share/lammps/potentials";
+}
+
 mdf_model *tu_eam_model(const char *path, const char *density_hint)
 {
     mdf_model_config *c;

@@ -59,6 +59,9 @@ mdf_lj_config tu_argon(double cutoff, int shift);
  * from the name), with the model's density_hint when not NULL; fails the
  * test when it cannot be made. */
 mdf_model *tu_eam_model(const char *path, const char *density_hint);
+/* The folder of LAMMPS's potential files: MDF_LAMMPS_POTENTIALS, else
+ * Debian's (lammps-data). */
+const char *tu_lammps_potentials(void);
 
 /* A fresh directory under /tmp; caller frees the string. */
 char *tu_tmpdir(void);
