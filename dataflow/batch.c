@@ -47,32 +47,37 @@ static double frame_mass(const mdf_frame *f, int64_t a)
  * (e.g. "T F T") is refused by validate_frame: the batch freezes whole
  * atoms, and moving it would break the constraint the output carries.
  * Returns 1 (frozen), 0 (free), or -1 when c says nothing about freezing. */
+static int is_move_mask(const mdf_extra_column *c)
+{
+    return strcmp(c->name, "move_mask") == 0 && (c->ncols == 1 || c->ncols == 3);
+}
+
+/* How many directions a move_mask column lets atom a move in. */
+static int movable_directions(const mdf_extra_column *c, int64_t a)
+{
+    int movable = 0;
+    for (int d = 0; d < c->ncols; d++) {
+        const char *t = c->tokens[(size_t)c->ncols * (size_t)a + (size_t)d];
+        movable += t[0] == 'T' || t[0] == 't';
+    }
+    return movable;
+}
+
 static int column_freezes(const mdf_extra_column *c, int64_t a)
 {
     if (strcmp(c->name, "fixed") == 0 && c->ncols == 1) {
         const char *t = c->tokens[a];
         return t[0] == 'T' || t[0] == 't' || (t[0] >= '1' && t[0] <= '9');
     }
-    if (strcmp(c->name, "move_mask") == 0 && (c->ncols == 1 || c->ncols == 3)) {
-        int movable = 0;
-        for (int d = 0; d < c->ncols; d++) {
-            const char *t = c->tokens[(size_t)c->ncols * (size_t)a + (size_t)d];
-            movable |= t[0] == 'T' || t[0] == 't';
-        }
-        return !movable;
-    }
+    if (is_move_mask(c)) return movable_directions(c, a) == 0;
     return -1;
 }
 
 /* 1 when a move_mask:L:3 column lets atom a move in some directions only. */
 static int partly_fixed(const mdf_extra_column *c, int64_t a)
 {
-    if (strcmp(c->name, "move_mask") != 0 || c->ncols != 3) return 0;
-    int movable = 0;
-    for (int d = 0; d < 3; d++) {
-        const char *t = c->tokens[3 * (size_t)a + (size_t)d];
-        movable += t[0] == 'T' || t[0] == 't';
-    }
+    if (!is_move_mask(c) || c->ncols != 3) return 0;
+    int movable = movable_directions(c, a);
     return movable == 1 || movable == 2;
 }
 
@@ -667,8 +672,7 @@ static const char *freeze_token(const mdf_extra_column *c, int frozen)
  * say which atoms the batch holds frozen now (mdf_batch_set_frozen may have
  * changed some), in the form they were read, so that ASE reads its
  * FixAtoms (move_mask:L:1) or FixCartesian (L:3) back. An atom whose state
- * is unchanged keeps its input tokens: a move_mask fixing some directions
- * only (which the batch does not freeze) is written as it was read. */
+ * is unchanged keeps its input tokens (as read: "t" stays "t"). */
 static mdf_status refresh_freeze_columns(const mdf_batch *b, int64_t base, mdf_frame *out, mdf_error *err)
 {
     for (size_t k = 0; k < out->nextra; k++) {
