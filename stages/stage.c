@@ -1285,11 +1285,13 @@ static int64_t census_left(stage_run *r, int64_t all)
 static void report_progress(stage_run *r, progress_clock *pc, int64_t steps, int finished)
 {
     const mdf_stage *s = r->s;
+    if (!s->progress) return; /* no clock read per step without a listener */
     double t = now_seconds();
-    if (!s->progress || (!finished && t < pc->next)) return;
+    if (!finished && t < pc->next) return;
     pc->next = t + s->progress_interval;
-    mdf_progress p = {.steps = steps > pc->steps0 ? steps : pc->steps0, .steps0 = pc->steps0, .max_steps = s->max_steps, .atoms = r->b->natoms,
-                      .elapsed_s = t - pc->t0, .finished = finished};
+    mdf_progress p = {.steps = steps > pc->steps0 ? steps : pc->steps0, .steps0 = pc->steps0,
+                      .max_steps = s->max_steps, .atoms = r->b->natoms, .elapsed_s = t - pc->t0,
+                      .finished = finished};
     if (r->in) {
         mdf_inflight_counts(r->in, &p.systems, &p.waiting);
         p.in_flight = (int64_t)r->b->nsys;
