@@ -874,14 +874,14 @@ static void renumber(mdf_batch *b)
     b->natoms = atoms;
 }
 
-void mdf_batch_remove_done(mdf_batch *b, int (*done)(int32_t status, void *user), void *user)
+void mdf_batch_remove_done(mdf_batch *b, int (*done)(const mdf_sys_info *s, void *user), void *user)
 {
     for (int k = 0; k < b->nshards; k++) {
         mdf_shard *sh = &b->shards[k];
         int32_t t = 0, a0 = 0;
         for (int32_t s = 0; s < sh->nsys; s++) {
             mdf_sys_info *si = &b->sys[sh->sys_off + s];
-            if (done(si->status, user)) {
+            if (done(si, user)) {
                 free_meta(&b->meta[sh->sys_off + s]);
                 continue;
             }

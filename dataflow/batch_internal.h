@@ -53,10 +53,10 @@ struct mdf_batch {
  * use them; the host arrays are then current and may be changed. */
 mdf_status mdf_batch_acquire_all(mdf_batch *b, mdf_error *err);
 void mdf_batch_release_all(mdf_batch *b);
-/* With the batch acquired: removes every system for which done(status) is
+/* With the batch acquired: removes every system for which done(system) is
  * true, compacting each shard; batch indices are renumbered (shard order).
  * Slots and handles stay. */
-void mdf_batch_remove_done(mdf_batch *b, int (*done)(int32_t status, void *user), void *user);
+void mdf_batch_remove_done(mdf_batch *b, int (*done)(const mdf_sys_info *s, void *user), void *user);
 /* Free room of shard k: atoms and system slots. */
 void mdf_batch_shard_room(const mdf_batch *b, int k, int64_t *atoms, int64_t *systems);
 /* With the batch acquired: appends frame f, system `index` of its dataset

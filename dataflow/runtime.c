@@ -1,10 +1,19 @@
 /* mdflow — StarPU start/stop and per-worker statistics. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
 #include <starpu_profiling.h>
 #include "mdflow/runtime.h"
+#ifdef MDF_HAVE_MPI
+#include <starpu_mpi.h>
+#endif
+
+/* Set once by mdf_runtime_start, read after: StarPU-MPI's own state. */
+static int mpi_started, mpi_rank, mpi_size = 1;
 
 void mdf_runtime_config_init(mdf_runtime_config *cfg)
 {
@@ -12,6 +21,7 @@ void mdf_runtime_config_init(mdf_runtime_config *cfg)
     cfg->ncuda = -1;
     cfg->sched = NULL;
     cfg->profiling = 1;
+    cfg->mpi = 0;
 }
 
 /* The policies the linked StarPU offers, ", "-separated. */
@@ -73,10 +83,81 @@ mdf_status mdf_runtime_start(const mdf_runtime_config *cfg_in, mdf_error *err)
         return mdf_error_set(err, MDF_ERR_STARPU, "StarPU found no worker: check STARPU_NCPU/STARPU_NCUDA");
     if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "StarPU failed to start (error %d)", ret);
     if (cfg.profiling) starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+    if (cfg.mpi) {
+#ifdef MDF_HAVE_MPI
+        /* After starpu_init: StarPU-MPI then reserves no core of its own. */
+        ret = starpu_mpi_init_comm(NULL, NULL, 1, MPI_COMM_WORLD);
+        if (ret != 0) {
+            starpu_shutdown();
+            return mdf_error_set(err, MDF_ERR_STARPU, "StarPU-MPI failed to start (error %d)", ret);
+        }
+        starpu_mpi_comm_rank(MPI_COMM_WORLD, &mpi_rank);
+        starpu_mpi_comm_size(MPI_COMM_WORLD, &mpi_size);
+        mpi_started = 1;
+#else
+        starpu_shutdown();
+        return mdf_error_set(err, MDF_ERR_INVALID, "mdflow was built without StarPU-MPI: install libopenmpi-dev "
+                             "and rebuild (scripts/build.sh), or run without mpirun");
+#endif
+    }
     return MDF_OK;
 }
 
-void mdf_runtime_stop(void) { starpu_shutdown(); }
+void mdf_runtime_stop(void)
+{
+#ifdef MDF_HAVE_MPI
+    if (mpi_started) starpu_mpi_shutdown();
+#endif
+    mpi_started = 0;
+    mpi_rank = 0;
+    mpi_size = 1;
+    starpu_shutdown();
+}
+
+int mdf_runtime_mpi_available(void)
+{
+#ifdef MDF_HAVE_MPI
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int mdf_runtime_mpi_rank(void) { return mpi_rank; }
+int mdf_runtime_mpi_size(void) { return mpi_size; }
+
+static int env_int(const char *const *names, int fallback)
+{
+    for (int k = 0; names[k]; k++) {
+        const char *v = getenv(names[k]);
+        char *end = NULL;
+        long x = v ? strtol(v, &end, 10) : 0;
+        if (v && end != v && !*end && x >= 0 && x < (1L << 30)) return (int)x;
+    }
+    return fallback;
+}
+
+int mdf_runtime_launcher_rank(void)
+{
+    /* Open MPI, MPICH's Hydra, MVAPICH (not Slurm's: set in every job, mpirun or not). */
+    static const char *const names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", NULL};
+    return env_int(names, 0);
+}
+
+int mdf_runtime_launcher_size(void)
+{
+    static const char *const names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", NULL};
+    return env_int(names, 1);
+}
+
+void mdf_runtime_mpi_abort(int code)
+{
+#ifdef MDF_HAVE_MPI
+    if (mpi_started) MPI_Abort(MPI_COMM_WORLD, code);
+#else
+    (void)code;
+#endif
+}
 
 void mdf_runtime_pause(void) { starpu_pause(); }
 void mdf_runtime_resume(void) { starpu_resume(); }

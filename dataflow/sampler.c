@@ -13,6 +13,17 @@ struct mdf_sampler {
     unsigned char *taken;
     size_t oldest;       /* no waiting system before this index */
     size_t remaining;
+    /* Stream mode (pipelines, sampler_internal.h): a system waits only once
+     * it has arrived; waiting systems are kept in arrival order. */
+    int stream, closed;
+    unsigned char *arrived;
+    mdf_frame *owned;    /* arrived frames with a state of their own (NULL positions: the dataset's) */
+    int32_t *origin;     /* the link each system arrived through */
+    int32_t *carry;      /* flags it keeps from the stage before (MDF_SYS_BUDGET_EXIT) */
+    size_t *fifo;        /* arrived, not yet taken, in arrival order: fifo[head..len) */
+    size_t head, len;
+    size_t available;
+    int64_t available_atoms;
 };
 
 void mdf_sampler_config_init(mdf_sampler_config *cfg)
@@ -115,6 +126,13 @@ mdf_status mdf_sampler_create(const mdf_frame *frames, size_t n, const mdf_sampl
 void mdf_sampler_destroy(mdf_sampler *s)
 {
     if (!s) return;
+    if (s->owned)
+        for (size_t i = 0; i < s->n; i++) mdf_frame_free(&s->owned[i]);
+    free(s->owned);
+    free(s->arrived);
+    free(s->origin);
+    free(s->carry);
+    free(s->fifo);
     free(s->atoms);
     free(s->pairs);
     free(s->taken);
@@ -123,10 +141,14 @@ void mdf_sampler_destroy(mdf_sampler *s)
 
 size_t mdf_sampler_size(const mdf_sampler *s) { return s->n; }
 mdf_sampler_config mdf_sampler_get_config(const mdf_sampler *s) { return s->cfg; }
-size_t mdf_sampler_remaining(const mdf_sampler *s) { return s->remaining; }
+size_t mdf_sampler_remaining(const mdf_sampler *s) { return s->stream ? s->available : s->remaining; }
 int64_t mdf_sampler_atoms(const mdf_sampler *s, size_t i) { return i < s->n ? s->atoms[i] : 0; }
 int64_t mdf_sampler_pairs(const mdf_sampler *s, size_t i) { return i < s->n ? s->pairs[i] : 0; }
-const mdf_frame *mdf_sampler_frame(const mdf_sampler *s, size_t i) { return i < s->n ? &s->frames[i] : NULL; }
+const mdf_frame *mdf_sampler_frame(const mdf_sampler *s, size_t i)
+{
+    if (i >= s->n) return NULL;
+    return s->owned && s->owned[i].positions ? &s->owned[i] : &s->frames[i];
+}
 
 typedef struct room {
     int64_t atoms, pairs, systems; /* negative: unlimited */
@@ -160,10 +182,13 @@ static size_t largest_fitting(const mdf_sampler *s, const room *r)
     return best;
 }
 
+static size_t take_stream(mdf_sampler *s, room *r, size_t *out, size_t max_out);
+
 size_t mdf_sampler_take(mdf_sampler *s, int64_t free_atoms, int64_t free_pairs, int64_t free_systems, size_t *out,
                         size_t max_out)
 {
     room r = {.atoms = free_atoms, .pairs = free_pairs, .systems = free_systems};
+    if (s->stream) return take_stream(s, &r, out, max_out);
     size_t n = 0;
     /* The oldest first, so that no system waits for ever behind smaller ones:
      * if it does not fit yet, nothing is taken until enough room is free. */
@@ -197,4 +222,112 @@ mdf_status mdf_sampler_set_taken(mdf_sampler *s, const unsigned char *taken, siz
     s->oldest = 0;
     while (s->oldest < s->n && s->taken[s->oldest]) s->oldest++;
     return MDF_OK;
+}
+
+/* ---- stream mode (pipelines) ---------------------------------------------------------- */
+
+mdf_status mdf_sampler_make_stream(mdf_sampler *s, mdf_error *err)
+{
+    s->arrived = calloc(s->n, 1);
+    s->owned = calloc(s->n, sizeof *s->owned);
+    s->origin = calloc(s->n, sizeof *s->origin);
+    s->carry = calloc(s->n, sizeof *s->carry);
+    s->fifo = calloc(s->n, sizeof *s->fifo);
+    if (!s->arrived || !s->owned || !s->origin || !s->carry || !s->fifo)
+        return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a stream of %zu systems", s->n);
+    s->stream = 1;
+    s->closed = 0;
+    s->head = s->len = s->available = 0;
+    s->available_atoms = 0;
+    return MDF_OK;
+}
+
+int mdf_sampler_is_stream(const mdf_sampler *s) { return s->stream; }
+
+int mdf_sampler_exhausted(const mdf_sampler *s)
+{
+    return s->stream ? s->closed && s->available == 0 : s->remaining == 0;
+}
+
+int mdf_sampler_arrived(const mdf_sampler *s, size_t i) { return s->stream && i < s->n && s->arrived[i]; }
+
+mdf_status mdf_sampler_arrive(mdf_sampler *s, size_t i, mdf_frame *f, int32_t origin, int32_t carry,
+                              mdf_error *err)
+{
+    if (!s->stream) return mdf_error_set(err, MDF_ERR_INVALID, "the sampler is not a stream");
+    if (i >= s->n)
+        return mdf_error_set(err, MDF_ERR_INVALID, "a system arrived with dataset index %zu, the dataset has %zu", i,
+                             s->n);
+    if (s->arrived[i])
+        return mdf_error_set(err, MDF_ERR_INVALID, "system %zu (id %lld) arrived twice", i,
+                             frame_id(&s->frames[i], i));
+    if (f && f->natoms != s->frames[i].natoms)
+        return mdf_error_set(err, MDF_ERR_INVALID, "system %zu (id %lld) arrived with %lld atoms, the dataset has %lld",
+                             i, frame_id(&s->frames[i], i), (long long)f->natoms, (long long)s->frames[i].natoms);
+    if (f) {
+        s->owned[i] = *f; /* moved */
+        memset(f, 0, sizeof *f);
+        /* Pairs at the state it arrives with (a relaxed structure has others). */
+        if (s->cfg.pair_cutoff > 0.0) s->pairs[i] = count_pairs(&s->owned[i], s->cfg.pair_cutoff);
+    }
+    s->arrived[i] = 1;
+    s->origin[i] = origin;
+    s->carry[i] = carry;
+    s->fifo[s->len++] = i;
+    s->available++;
+    s->available_atoms += s->atoms[i];
+    return MDF_OK;
+}
+
+void mdf_sampler_close(mdf_sampler *s) { s->closed = 1; }
+int mdf_sampler_closed(const mdf_sampler *s) { return s->closed; }
+int64_t mdf_sampler_available_atoms(const mdf_sampler *s) { return s->stream ? s->available_atoms : 0; }
+int32_t mdf_sampler_origin(const mdf_sampler *s, size_t i) { return s->origin && i < s->n ? s->origin[i] : -1; }
+int32_t mdf_sampler_carry_flags(const mdf_sampler *s, size_t i) { return s->carry && i < s->n ? s->carry[i] : 0; }
+
+void mdf_sampler_release(mdf_sampler *s, size_t i)
+{
+    if (s->owned && i < s->n) mdf_frame_free(&s->owned[i]);
+}
+
+static void take_queued(mdf_sampler *s, size_t q, room *r)
+{
+    size_t i = s->fifo[q];
+    s->taken[i] = 1;
+    s->available--;
+    s->available_atoms -= s->atoms[i];
+    if (r->atoms >= 0) r->atoms -= s->atoms[i];
+    if (r->pairs >= 0) r->pairs -= s->pairs[i];
+    if (r->systems >= 0) r->systems -= 1;
+}
+
+/* As mdf_sampler_take, over the arrived systems in arrival order: the first
+ * to arrive first (if it does not fit, nothing is taken), then the largest
+ * that fits. */
+static size_t take_stream(mdf_sampler *s, room *r, size_t *out, size_t max_out)
+{
+    while (s->head < s->len && s->taken[s->fifo[s->head]]) s->head++;
+    size_t n = 0;
+    if (max_out == 0 || s->head == s->len || !fits(s, s->fifo[s->head], r)) return 0;
+    out[n++] = s->fifo[s->head];
+    take_queued(s, s->head, r);
+    while (n < max_out) {
+        size_t best = s->len;
+        for (size_t q = s->head; q < s->len; q++) {
+            size_t i = s->fifo[q];
+            if (!s->taken[i] && fits(s, i, r) && (best == s->len || s->atoms[i] > s->atoms[s->fifo[best]])) best = q;
+        }
+        if (best == s->len) break;
+        out[n++] = s->fifo[best];
+        take_queued(s, best, r);
+    }
+    /* Compact the queue now and then, so scans stay over waiting systems. */
+    if (s->head > 64 && s->head * 2 > s->len) {
+        size_t m = 0;
+        for (size_t q = s->head; q < s->len; q++)
+            if (!s->taken[s->fifo[q]]) s->fifo[m++] = s->fifo[q];
+        s->head = 0;
+        s->len = m;
+    }
+    return n;
 }

@@ -9,7 +9,7 @@ set -euo pipefail
 
 build_pkgs=(build-essential autoconf automake libtool pkg-config
             libstarpu-dev libhwloc-dev libhdf5-dev libyaml-dev
-            libkim-api-dev openkim-models)
+            libkim-api-dev openkim-models openmpi-bin libopenmpi-dev)
 test_pkgs=(libcmocka-dev lammps python3-ase python3-numpy python3-h5py python3-mdanalysis
            hdf5-tools valgrind groff-base)
 # mdflow plot draws with gnuplot (its tests too)

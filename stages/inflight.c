@@ -23,6 +23,11 @@ struct mdf_inflight {
     int keep_exits;              /* checkpoints: keep the final frames handed out */
     mdf_bytes exits;             /* ... packed (mdf_ckpt_pack_frame), in hand-out order */
     int64_t nexits;
+    const mdf_stage_ports *ports; /* a pipeline stage's, or NULL */
+    unsigned char *handed;       /* by slot, within a refill: handed out, to be removed */
+    size_t handed_cap;
+    int64_t held;                /* finished systems kept at the last refill (no room downstream) */
+    int64_t held_min_atoms;      /* the smallest of them */
 };
 
 void mdf_inflight_config_init(mdf_inflight_config *cfg)
@@ -158,6 +163,32 @@ static mdf_status first_batch(mdf_inflight *in, const mdf_sampler_config *sc, in
     return st;
 }
 
+/* A stream's first batch: the shards of a plain first batch, empty; the
+ * first refill fills them as systems arrive (nothing may have arrived yet). */
+static mdf_status empty_batch(mdf_inflight *in, const mdf_sampler_config *sc, int64_t sys_cap, int nshards,
+                              mdf_batch **out, mdf_error *err)
+{
+    mdf_sampler *s = in->cfg.sampler;
+    int nsh = choose_shards(s, sc, sys_cap, nshards);
+    int64_t atom_cap = (atom_budget(s, sc) - 1) / nsh, shard_sys = sys_cap / nsh;
+    int64_t pair_cap = sc->max_pairs > 0 ? (sc->max_pairs - 1) / nsh : -1;
+    if (atom_cap > INT32_MAX || shard_sys > INT32_MAX || shard_sys < 1)
+        return mdf_error_set(err, MDF_ERR_INVALID, "a shard of %lld atoms and %lld systems is out of range",
+                             (long long)atom_cap, (long long)shard_sys);
+    int32_t *caps = malloc(sizeof *caps * 2 * (size_t)nsh);
+    if (!caps) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the first batch");
+    for (int k = 0; k < nsh; k++) {
+        caps[k] = (int32_t)atom_cap;
+        caps[nsh + k] = (int32_t)shard_sys;
+    }
+    mdf_status st = mdf_batch_alloc_layout(nsh, caps, caps + nsh, out, err);
+    free(caps);
+    if (st != MDF_OK) return st;
+    mdf_batch_register_loaded(*out);
+    in->pair_cap = pair_cap > 0 ? pair_cap : 0;
+    return MDF_OK;
+}
+
 /* By sampler index, not id: ids come from the frames and may be anything. */
 static void count_shard_pairs(mdf_inflight *in, const mdf_batch *b)
 {
@@ -172,8 +203,8 @@ static void count_shard_pairs(mdf_inflight *in, const mdf_batch *b)
 static mdf_status load_state(mdf_inflight *in, const mdf_ckpt *ck, mdf_batch **out, mdf_error *err);
 
 mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *m, double skin, int32_t status,
-                               int32_t exit, const mdf_ckpt *resume, mdf_batch **batch, mdf_inflight **out,
-                               mdf_error *err)
+                               int32_t exit, const mdf_ckpt *resume, const mdf_stage_ports *ports, mdf_batch **batch,
+                               mdf_inflight **out, mdf_error *err)
 {
     *out = NULL;
     *batch = NULL;
@@ -181,6 +212,8 @@ mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *
     if (!(cfg->refill_fraction >= 0.0 && cfg->refill_fraction <= 1.0))
         return mdf_error_set(err, MDF_ERR_INVALID, "refill_fraction %g must be between 0 and 1",
                              cfg->refill_fraction);
+    if (ports && !mdf_sampler_is_stream(cfg->sampler))
+        return mdf_error_set(err, MDF_ERR_INVALID, "a pipeline stage needs a stream sampler");
     if (cfg->refill_interval < 1)
         return mdf_error_set(err, MDF_ERR_INVALID, "refill_interval %lld must be >= 1 step",
                              (long long)cfg->refill_interval);
@@ -208,17 +241,29 @@ mdf_status mdf_inflight_create(const mdf_inflight_config *cfg, const mdf_model *
     in->status = status;
     in->exit_status = exit;
     in->keep_exits = cfg->checkpoint_path != NULL;
+    in->ports = ports;
     mdf_sampler_config sc = mdf_sampler_get_config(cfg->sampler);
     if (resume) {
         st = load_state(in, resume, batch, err);
     } else {
         int64_t sys_cap = system_capacity(cfg->sampler, &sc);
-        st = first_batch(in, &sc, sys_cap, cfg->nshards, batch, err);
+        st = ports ? empty_batch(in, &sc, sys_cap, cfg->nshards, batch, err)
+                   : first_batch(in, &sc, sys_cap, cfg->nshards, batch, err);
         if (st == MDF_OK) {
             in->shard_pairs = calloc((size_t)(*batch)->nshards, sizeof *in->shard_pairs);
             if (!in->shard_pairs) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for inflight batching");
         }
         if (st == MDF_OK) count_shard_pairs(in, *batch);
+    }
+    if (st == MDF_OK) {
+        in->handed_cap = (*batch)->sys_cap;
+        in->handed = calloc(in->handed_cap ? in->handed_cap : 1, 1);
+        if (!in->handed) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for inflight batching");
+    }
+    /* A stream's batch fills as systems arrive: the first refill waits for them. */
+    if (st == MDF_OK && ports && !resume) {
+        size_t added = 0, removed = 0;
+        st = mdf_inflight_refill(in, *batch, status, exit - 1, &added, &removed, err);
     }
     if (st != MDF_OK) {
         mdf_batch_destroy(*batch);
@@ -234,11 +279,35 @@ void mdf_inflight_destroy(mdf_inflight *in)
 {
     if (!in) return;
     free(in->shard_pairs);
+    free(in->handed);
     mdf_bytes_free(&in->exits);
     free(in);
 }
 
-int mdf_inflight_exhausted(const mdf_inflight *in) { return mdf_sampler_remaining(in->cfg.sampler) == 0; }
+int mdf_inflight_exhausted(const mdf_inflight *in) { return mdf_sampler_exhausted(in->cfg.sampler); }
+int64_t mdf_inflight_held(const mdf_inflight *in) { return in->held; }
+
+int64_t mdf_inflight_pending_atoms(const mdf_inflight *in)
+{
+    int64_t n = mdf_sampler_available_atoms(in->cfg.sampler);
+    if (in->ports && in->ports->pending_atoms) n += in->ports->pending_atoms(in->ports->user);
+    return n;
+}
+
+int mdf_inflight_inbox_pressing(const mdf_inflight *in)
+{
+    return in->ports && in->ports->inbox_pressing && in->ports->inbox_pressing(in->ports->user);
+}
+
+int mdf_inflight_stopped(const mdf_inflight *in, mdf_error *err)
+{
+    return in->ports && in->ports->stopped && in->ports->stopped(in->ports->user, err);
+}
+
+int mdf_inflight_room_for_held(const mdf_inflight *in)
+{
+    return in->held > 0 && in->ports && in->ports->room(in->ports->user, in->held_min_atoms);
+}
 int64_t mdf_inflight_interval(const mdf_inflight *in) { return in->cfg.refill_interval; }
 double mdf_inflight_fraction(const mdf_inflight *in) { return in->cfg.refill_fraction; }
 
@@ -248,29 +317,22 @@ int64_t mdf_inflight_exited(const mdf_inflight *in, int64_t *budget_exits)
     return in->exited;
 }
 
-typedef struct range {
-    int32_t lo, hi;
-} range;
-
-static int outside(int32_t status, void *user)
-{
-    const range *r = (const range *)user;
-    return status < r->lo || status > r->hi;
-}
-
-/* Hands system i (batch order, batch on the host) to on_exit; with
- * `record`, a checkpoint keeps its final frame (a resumed run replays it). */
+/* Hands system i (batch order, batch on the host) out: to the next stage
+ * through the ports when it reached the exit status in a pipeline (`send`),
+ * else to on_exit; with `record`, a checkpoint keeps its final frame (a
+ * resumed run hands it out again). */
 static mdf_status hand_out(mdf_inflight *in, mdf_batch *b, size_t i, int record, mdf_error *err)
 {
     mdf_system_view v;
     mdf_status st = mdf_batch_get_system(b, i, &v, err);
     if (st != MDF_OK) return st;
+    int onward = in->ports && v.status == in->exit_status;
     if (v.status == in->exit_status) {
         in->exited++;
         in->budget_exits += (v.flags & MDF_SYS_BUDGET_EXIT) != 0;
     }
     record = record && in->keep_exits;
-    if (!in->cfg.on_exit && !record) return MDF_OK;
+    if (!onward && !in->cfg.on_exit && !record) return MDF_OK;
     mdf_frame f;
     st = mdf_batch_get_frame(b, i, &f, err);
     if (st != MDF_OK) return st;
@@ -282,6 +344,12 @@ static mdf_status hand_out(mdf_inflight *in, mdf_batch *b, size_t i, int record,
             return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to keep the final frame of system %lld for "
                                  "checkpoints", (long long)v.id);
         }
+    }
+    if (onward) {
+        int64_t source = b->sys[b->sys_slot[i]].source;
+        st = in->ports->send(in->ports->user, &f, &v, source, err);
+        mdf_frame_free(&f);
+        return st;
     }
     int stop = in->cfg.on_exit ? in->cfg.on_exit(in->cfg.user, &f, &v) : 0;
     mdf_frame_free(&f);
@@ -308,11 +376,64 @@ static mdf_status fill_shard(mdf_inflight *in, mdf_batch *b, int k, size_t *adde
     mdf_status st = MDF_OK;
     for (size_t j = 0; st == MDF_OK && j < n; j++) {
         const mdf_frame *f = mdf_sampler_frame(s, idx[j]);
-        st = mdf_batch_append(b, k, f, idx[j], in->status, MDF_SYS_ENTERED, err);
+        int32_t flags = MDF_SYS_ENTERED | (mdf_sampler_carry_flags(s, idx[j]) & MDF_SYS_BUDGET_EXIT);
+        st = mdf_batch_append(b, k, f, idx[j], in->status, flags, err);
         in->shard_pairs[k] += mdf_sampler_pairs(s, idx[j]);
+        if (in->ports) {
+            in->ports->admitted(in->ports->user, s, idx[j]);
+            mdf_sampler_release(s, idx[j]); /* the batch holds its copy */
+        }
     }
     *added += n;
     free(idx);
+    return st;
+}
+
+typedef struct handed_set {
+    const mdf_batch *b;
+    const unsigned char *handed;
+} handed_set;
+
+static int was_handed(const mdf_sys_info *si, void *user)
+{
+    const handed_set *h = (const handed_set *)user;
+    return h->handed[si - h->b->sys];
+}
+
+/* One pass of a refill, the batch acquired: out with the finished systems
+ * (those with no room downstream stay), in with new ones unless some stay.
+ * *moving: the stage's systems in the batch afterwards. */
+static mdf_status refill_pass(mdf_inflight *in, mdf_batch *b, int32_t lo, int32_t hi, size_t *added, size_t *removed,
+                              int64_t *moving, mdf_error *err)
+{
+    mdf_status st = MDF_OK;
+    memset(in->handed, 0, in->handed_cap);
+    in->held = 0;
+    in->held_min_atoms = INT64_MAX;
+    for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) {
+        int64_t slot = b->sys_slot[i];
+        const mdf_sys_info *si = &b->sys[slot];
+        if (si->status >= lo && si->status <= hi) continue;
+        if (in->ports && si->status == in->exit_status && !in->ports->room(in->ports->user, si->natoms)) {
+            in->held++; /* back-pressure: it stays, and nobody comes in */
+            if (si->natoms < in->held_min_atoms) in->held_min_atoms = si->natoms;
+            continue;
+        }
+        st = hand_out(in, b, i, 1, err);
+        in->handed[slot] = 1;
+        (*removed)++;
+    }
+    handed_set h = {.b = b, .handed = in->handed};
+    mdf_batch_remove_done(b, was_handed, &h);
+    count_shard_pairs(in, b);
+    if (st == MDF_OK && in->ports) st = in->ports->pull(in->ports->user, in->cfg.sampler, err);
+    for (int k = 0; st == MDF_OK && in->held == 0 && k < b->nshards; k++) st = fill_shard(in, b, k, added, err);
+    if (in->ports && in->ports->held) in->ports->held(in->ports->user, in->held);
+    *moving = 0;
+    for (size_t i = 0; i < b->nsys; i++) {
+        int32_t status = b->sys[b->sys_slot[i]].status;
+        *moving += status >= lo && status <= hi;
+    }
     return st;
 }
 
@@ -320,27 +441,26 @@ mdf_status mdf_inflight_refill(mdf_inflight *in, mdf_batch *b, int32_t lo, int32
                                mdf_error *err)
 {
     *added = *removed = 0;
-    mdf_status st = mdf_batch_acquire_all(b, err);
-    if (st != MDF_OK) return st;
-    range r = {.lo = lo, .hi = hi};
-    for (size_t i = 0; st == MDF_OK && i < b->nsys; i++)
-        if (outside(b->sys[b->sys_slot[i]].status, &r)) {
-            st = hand_out(in, b, i, 1, err);
-            (*removed)++;
-        }
-    if (st == MDF_OK) {
-        mdf_batch_remove_done(b, outside, &r);
-        count_shard_pairs(in, b);
-        for (int k = 0; st == MDF_OK && k < b->nshards; k++) st = fill_shard(in, b, k, added, err);
+    for (;;) {
+        mdf_status st = mdf_batch_acquire_all(b, err);
+        if (st != MDF_OK) return st;
+        int64_t moving = 0;
+        st = refill_pass(in, b, lo, hi, added, removed, &moving, err);
+        mdf_batch_release_all(b);
+        if (st != MDF_OK || !in->ports || moving > 0) return st;
+        /* Nothing to move: wait for room downstream, or for systems to come. */
+        if (in->held > 0) st = in->ports->wait(in->ports->user, 0, 1, err);
+        else if (!mdf_sampler_exhausted(in->cfg.sampler)) st = in->ports->wait(in->ports->user, 1, 0, err);
+        else return MDF_OK;
+        if (st != MDF_OK) return st;
     }
-    mdf_batch_release_all(b);
-    return st;
 }
 
 mdf_status mdf_inflight_finish(mdf_inflight *in, mdf_batch *b, mdf_error *err)
 {
     mdf_status st = MDF_OK; /* the caller synchronised the batch */
     for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) st = hand_out(in, b, i, 0, err);
+    in->held = 0;
     return st;
 }
 

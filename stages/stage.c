@@ -302,6 +302,15 @@ int mdf_stage_nparts(const mdf_stage *s) { return s->nparts; }
 
 int32_t mdf_stage_exit_status(const mdf_stage *s) { return s->parts[s->nparts - 1].cfg.converged_status; }
 
+void mdf_stage_rebase(mdf_stage *s, int32_t base)
+{
+    s->parts[0].cfg.status = base;
+    number_parts(s);
+}
+
+double mdf_stage_skin(const mdf_stage *s) { return s->parts[0].cfg.skin; }
+int32_t mdf_stage_base_status(const mdf_stage *s) { return s->parts[0].cfg.status; }
+
 /* ---- one run -------------------------------------------------------------------- */
 
 typedef struct census {
@@ -976,7 +985,17 @@ static int worth_refilling(stage_run *r)
     }
     pthread_mutex_unlock(&r->ctl.lock);
     if (worth) return 1;
-    return gone > 0 && (double)gone >= mdf_inflight_fraction(r->in) * (double)budget;
+    double enough = mdf_inflight_fraction(r->in) * (double)budget;
+    if (gone > 0 && (double)gone >= enough) return 1;
+    /* A pipeline stage: finished systems held for lack of room that could
+     * now go on, or enough arrivals for the room the batch has. */
+    if (mdf_inflight_room_for_held(r->in)) return 1;
+    int64_t pending = mdf_inflight_pending_atoms(r->in);
+    if (pending <= 0) return 0;
+    int64_t room = gone;
+    for (int k = 0; k < r->b->nshards; k++) room += r->b->shards[k].atom_cap - r->b->shards[k].natoms;
+    int64_t fill = pending < room ? pending : room;
+    return fill > 0 && ((double)fill >= enough || mdf_inflight_inbox_pressing(r->in));
 }
 
 static int refill_due(stage_run *r, int64_t step)
@@ -1303,6 +1322,16 @@ static void report_progress(stage_run *r, progress_clock *pc, int64_t steps, int
     s->progress(s->progress_user, &p);
 }
 
+/* Tasks submitted so far, to size the window: StarPU's count, which is
+ * the whole process's, when this thread submits to the global context;
+ * this thread's own (mdf_submit counts them) when it has a context of its
+ * own (a pipeline stage beside others). */
+static uint64_t submitted_tasks(void)
+{
+    if (starpu_sched_ctx_get_context() == STARPU_NMAX_SCHED_CTXS) return (uint64_t)starpu_task_nsubmitted();
+    return mdf_submit_count();
+}
+
 static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflight *in, const ckpt_plan *plan,
                             mdf_stage_report *report, mdf_error *err)
 {
@@ -1345,6 +1374,10 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     int64_t step = 0;
     for (step = first_step; st == MDF_OK && step <= s->max_steps; step++) {
         if (r.ctl.stop) break;
+        if (in && mdf_inflight_stopped(in, err)) {
+            st = err ? err->code : MDF_ERR_INVALID;
+            break;
+        }
         /* A checkpoint before the refill of its step (a resumed run starts
          * there, so it does not write the one it starts from again). */
         if (r.ckpt_every > 0 && step > 1 && (step - 1) % r.ckpt_every == 0 && !(resume && step == first_step)) {
@@ -1360,7 +1393,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
             if (took_step) continue; /* this step number was the newcomers' step 0 */
         }
         if (r.any_checks && nothing_left(&r) && (!in || mdf_inflight_exhausted(in))) break;
-        int before = starpu_task_nsubmitted();
+        uint64_t before = submitted_tasks();
         unsigned needs = hook_needs(s, step);
         /* The step before a checkpoint computes the virial, so that a run stopped
          * there by max_steps and resumed leaves the same virials behind. */
@@ -1374,7 +1407,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
             for (int k = 0; st == MDF_OK && k < b->nshards; k++) st = submit_census(&r, k, step, err);
         if (st == MDF_OK && r.cells_change && step % run->check_interval == 0)
             for (int k = 0; st == MDF_OK && k < b->nshards; k++) st = submit_cell_check(&r, k, step, err);
-        int now = starpu_task_nsubmitted() - before + 1;
+        int now = (int)(submitted_tasks() - before) + 1;
         if (now > (int)per_step) per_step = (unsigned)now;
         /* Keep at most `window` steps in flight: waits only for old tasks. */
         if (st == MDF_OK) starpu_task_wait_for_n_submitted((unsigned)run->window * per_step);
@@ -1417,6 +1450,12 @@ mdf_status mdf_stage_run(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_stage_rep
 mdf_status mdf_stage_run_inflight(mdf_stage *s, mdf_model *m, const mdf_inflight_config *cfg,
                                   mdf_stage_report *report, mdf_error *err)
 {
+    return mdf_stage_run_ported(s, m, cfg, NULL, report, err);
+}
+
+mdf_status mdf_stage_run_ported(mdf_stage *s, mdf_model *m, const mdf_inflight_config *cfg,
+                                const mdf_stage_ports *ports, mdf_stage_report *report, mdf_error *err)
+{
     if (report) memset(report, 0, sizeof *report);
     mdf_batch *b = NULL;
     mdf_inflight *in = NULL;
@@ -1438,7 +1477,8 @@ mdf_status mdf_stage_run_inflight(mdf_stage *s, mdf_model *m, const mdf_inflight
             return st;
         }
     }
-    st = mdf_inflight_create(cfg, m, first->cfg.skin, first->cfg.status, mdf_stage_exit_status(s), ck, &b, &in, err);
+    st = mdf_inflight_create(cfg, m, first->cfg.skin, first->cfg.status, mdf_stage_exit_status(s), ck, ports, &b, &in,
+                             err);
     /* Systems handed out before the checkpoint go to the receiver again. */
     if (st == MDF_OK && ck) st = mdf_inflight_replay(in, cfg->checkpoint_path, err);
     if (st != MDF_OK) {

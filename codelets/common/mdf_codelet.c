@@ -41,6 +41,10 @@ static void mdf_task_discard(struct starpu_task *task)
     starpu_task_destroy(task);
 }
 
+/* Tasks this thread submitted through mdf_submit: a pipeline stage's host
+ * thread sizes its window with it (StarPU's own count is the process's). */
+static _Thread_local uint64_t submitted_here;
+
 int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, int nbuffers,
                const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes,
                const char *name)
@@ -89,5 +93,8 @@ int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, in
     if (mdf_runtime_trace_on()) mdf_runtime_trace_task(task); /* mdflow sched's Gantt charts */
     int ret = starpu_task_submit(task);
     if (ret != 0) mdf_task_discard(task);
+    else submitted_here++;
     return ret;
 }
+
+uint64_t mdf_submit_count(void) { return submitted_here; }

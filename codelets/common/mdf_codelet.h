@@ -46,6 +46,9 @@ void mdf_blob_register(starpu_data_handle_t *handle, int home, uintptr_t ptr, si
         .footprint = mdf_footprint_by_work,                                                       \
     }
 
+/* Tasks the calling thread has submitted through mdf_submit so far. */
+uint64_t mdf_submit_count(void);
+
 /* mdf_footprint_by_work and mdf_submit are public (plugins' codelets use
  * them too): mdflow/extension.h. */
 

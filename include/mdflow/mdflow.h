@@ -15,6 +15,7 @@
 #include "mdflow/sink.h"
 #include "mdflow/stage.h"
 #include "mdflow/md.h"
+#include "mdflow/pipe.h"
 #include "mdflow/runtime.h"
 
 #endif

@@ -16,6 +16,8 @@ typedef struct mdf_runtime_config {
     int ncuda;          /* CUDA workers; -1: StarPU's choice (STARPU_NCUDA wins) */
     const char *sched;  /* scheduler; NULL: StarPU's default (STARPU_SCHED wins) */
     int profiling;      /* 1: collect per-worker statistics */
+    int mpi;            /* 1: also start StarPU-MPI over MPI_COMM_WORLD (MPI_Init): the
+                         * process is one rank of an `mpirun` (pipelines over ranks) */
 } mdf_runtime_config;
 
 void mdf_runtime_config_init(mdf_runtime_config *cfg);
@@ -23,6 +25,22 @@ void mdf_runtime_config_init(mdf_runtime_config *cfg);
  * take precedence over cfg, as StarPU documents. */
 mdf_status mdf_runtime_start(const mdf_runtime_config *cfg, mdf_error *err);
 void mdf_runtime_stop(void);
+
+/* MPI (pipelines over ranks). 1 when mdflow was built with StarPU-MPI. */
+int mdf_runtime_mpi_available(void);
+/* This process's rank and the number of ranks: 0 and 1 unless started with
+ * cfg.mpi. */
+int mdf_runtime_mpi_rank(void);
+int mdf_runtime_mpi_size(void);
+/* The rank and size an MPI launcher (mpirun: Open MPI, MPICH, Slurm) gave
+ * this process in its environment, before MPI is started; 0 and 1 when
+ * none did. */
+int mdf_runtime_launcher_rank(void);
+int mdf_runtime_launcher_size(void);
+/* Ends every rank of the job (MPI_Abort) after a failure that left the
+ * ranks unable to finish together; a program's last resort, never called
+ * by the library itself. Without MPI it returns. */
+void mdf_runtime_mpi_abort(int code);
 
 /* MDF_OK when `name` (NULL or "": none) is a scheduling policy of the
  * linked StarPU; else MDF_ERR_INVALID naming it after `where` (the option
