@@ -351,7 +351,7 @@ static void test_failure_stops_everything(void **state)
     TU_CALL(mdf_pipeline_create, &p);
     mdf_pipe_stage_config a = stage_cfg("relax", MAX_ATOMS, 1), b = stage_cfg("md", MAX_ATOMS, 1);
     mdf_stage *md = md_stage(100000, 4); /* md would run for ever */
-    mdf_hook *poison = tu_poison_hook(3, 5), *nan = NULL;
+    mdf_hook *poison = tu_poison_hook(3, -5), *nan = NULL;
     TU_CALL(mdf_stage_add_hook, md, poison);
     TU_CALL(mdf_hook_create_nan_check, 1, MDF_NAN_STOP, NULL, &nan);
     TU_CALL(mdf_stage_add_hook, md, nan);

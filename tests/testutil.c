@@ -275,11 +275,12 @@ static void tu_poison_cpu(void *buffers[], void *cl_arg)
     const mdf_hook_task_args *head = (const mdf_hook_task_args *)cl_arg;
     tu_poison p;
     memcpy(&p, (const char *)cl_arg + sizeof *head, sizeof p);
-    if (head->step != p.step) return;
+    if (p.step >= 0 && head->step != p.step) return;
     double *x = (double *)STARPU_VECTOR_GET_PTR(buffers[0]);
     const mdf_sys_info *sys = (const mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[4]);
     for (int32_t k = 0; k < head->nsys; k++)
-        if (sys[k].id == p.id && sys[k].status == head->status) x[3 * sys[k].atom_start] = NAN;
+        if (sys[k].id == p.id && sys[k].status == head->status && (p.step >= 0 || sys[k].stage_step == -p.step))
+            x[3 * sys[k].atom_start] = NAN;
 }
 
 static struct starpu_codelet tu_poison_cl = {

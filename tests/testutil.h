@@ -45,8 +45,10 @@ mdf_frame tu_mixed_cluster(int i, double jitter, uint64_t seed);
 double tu_lj_einstein_omega2(const mdf_frame *f, double epsilon, double sigma, double rc);
 
 /* A codelet hook (AFTER_POST_UPDATE, every step) that puts a NaN into the x
- * of the first atom of system `id` at stage step `step`: how tests feed the
- * NaN detector (inputs are validated finite). CPU only. */
+ * of the first atom of system `id` at stage step `step` (step < 0: at the
+ * system's own step -step in the stage, whenever the stage's run reaches
+ * it): how tests feed the NaN detector (inputs are validated finite). CPU
+ * only. */
 mdf_hook *tu_poison_hook(int64_t id, int64_t step);
 
 /* 1 if StarPU, started with one CPU and CUDA allowed, has a CUDA worker

@@ -94,9 +94,22 @@ typedef struct mdf_pipe_run_config {
                                    * StarPU-MPI); 0: every stage in this process */
     double abort_timeout_s;       /* after a failure, how long ranks wait for each
                                    * other to stop cleanly (default 10 s) */
+    /* Checkpoints: every stage instance saves its state (its batch, its
+     * sampler, what waits in its inbox, the systems it handed on) to a file
+     * of its own, named from checkpoint_path with the stage and the rank
+     * (mdf_pipeline_checkpoint_name), every checkpoint_every of its steps
+     * and at exit; resume = 1 continues from them (see mdf_inflight_config). */
+    const char *checkpoint_path;  /* NULL: none */
+    int64_t checkpoint_every;     /* steps (0: only at exit) */
+    int resume;
 } mdf_pipe_run_config;
 
 void mdf_pipe_run_config_init(mdf_pipe_run_config *c);
+
+/* The checkpoint file of stage k's instance on `rank`: checkpoint_path with
+ * ".STAGE.rRANK" before its extension (run.ckpt.h5 -> run.ckpt.md.r1.h5). */
+void mdf_pipeline_checkpoint_name(const mdf_pipeline *p, const char *checkpoint_path, int k, int rank, char *out,
+                                  size_t size);
 
 /* One stage on one rank. */
 typedef struct mdf_pipe_stage_report {
