@@ -146,6 +146,17 @@ mdf_status mdf_pipe(mdf_pipeline *into, mdf_stage *a, mdf_stage *b, const mdf_sa
     return MDF_OK;
 }
 
+void mdf_pipeline_checkpoint_name(const mdf_pipeline *p, const char *path, int k, int rank, char *out, size_t size)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (dot && (dot == path || (slash && dot < slash + 2))) dot = NULL; /* ".h5" alone, or a dot in a folder name */
+    size_t stem = dot ? (size_t)(dot - path) : strlen(path);
+    const char *name = k >= 0 && k < p->n ? p->cfg[k].name : "stage";
+    snprintf(out, size, "%.*s.%s.r%d%s", (int)stem, path, name, rank, dot ? dot : "");
+    for (char *c = out + stem + 1; *c && c < out + size; c++)
+        if (*c == ' ' || *c == '/') *c = '_'; /* "stage 1" */
+}
+
 void mdf_pipe_report_free(mdf_pipe_report *r)
 {
     if (!r) return;
@@ -1171,6 +1182,8 @@ mdf_status mdf_pipeline_run(mdf_pipeline *p, mdf_model *m, const mdf_pipe_run_co
     if (report) memset(report, 0, sizeof *report);
     if (!p || !m || !cfg || !cfg->frames)
         return mdf_error_set(err, MDF_ERR_INVALID, "mdf_pipeline_run needs a pipeline, a model and a dataset");
+    if (cfg->checkpoint_path || cfg->resume)
+        return mdf_error_set(err, MDF_ERR_UNSUPPORTED, "checkpoints of pipelines are not implemented yet");
     hub *h = calloc(1, sizeof *h);
     if (!h) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a pipeline");
     h->p = p;
