@@ -331,3 +331,53 @@ static size_t take_stream(mdf_sampler *s, room *r, size_t *out, size_t max_out)
     }
     return n;
 }
+
+size_t mdf_sampler_waiting(const mdf_sampler *s, size_t *out)
+{
+    size_t n = 0;
+    for (size_t q = s->head; s->stream && q < s->len; q++)
+        if (!s->taken[s->fifo[q]]) out[n++] = s->fifo[q];
+    return n;
+}
+
+void mdf_sampler_get_arrived(const mdf_sampler *s, unsigned char *arrived, int32_t *carry)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        arrived[i] = s->stream ? s->arrived[i] : 1;
+        carry[i] = s->stream ? s->carry[i] : 0;
+    }
+}
+
+int mdf_sampler_has_state(const mdf_sampler *s, size_t i) { return s->owned && i < s->n && s->owned[i].positions; }
+
+mdf_status mdf_sampler_restore_stream(mdf_sampler *s, const unsigned char *arrived, const int32_t *carry,
+                                      const size_t *waiting, mdf_frame *frames, size_t nwaiting, mdf_error *err)
+{
+    if (!s->stream) return mdf_error_set(err, MDF_ERR_INVALID, "the sampler is not a stream");
+    for (size_t i = 0; i < s->n; i++) mdf_frame_free(&s->owned[i]);
+    s->head = s->len = s->available = 0;
+    s->available_atoms = 0;
+    s->closed = 0; /* the stages before say it again */
+    for (size_t i = 0; i < s->n; i++) {
+        s->arrived[i] = arrived[i] != 0;
+        s->carry[i] = carry[i];
+        s->origin[i] = -1; /* restored: no room is owed back to any link */
+    }
+    for (size_t q = 0; q < nwaiting; q++) {
+        size_t i = waiting[q];
+        if (i >= s->n || !s->arrived[i] || s->taken[i])
+            return mdf_error_set(err, MDF_ERR_PARSE, "a waiting system (dataset index %zu) is not waiting", i);
+        if (frames && frames[q].positions) {
+            if (frames[q].natoms != s->frames[i].natoms)
+                return mdf_error_set(err, MDF_ERR_PARSE, "waiting system %zu has %lld atoms, the dataset %lld", i,
+                                     (long long)frames[q].natoms, (long long)s->frames[i].natoms);
+            s->owned[i] = frames[q];
+            memset(&frames[q], 0, sizeof frames[q]);
+            if (s->cfg.pair_cutoff > 0.0) s->pairs[i] = count_pairs(&s->owned[i], s->cfg.pair_cutoff);
+        }
+        s->fifo[s->len++] = i;
+        s->available++;
+        s->available_atoms += s->atoms[i];
+    }
+    return MDF_OK;
+}

@@ -40,4 +40,18 @@ int32_t mdf_sampler_carry_flags(const mdf_sampler *s, size_t i);
 /* Frees the arrived state of system i once the batch holds a copy. */
 void mdf_sampler_release(mdf_sampler *s, size_t i);
 
+/* Checkpoints of a stream: the systems waiting now in arrival order (out
+ * holds size() entries; returns how many), every system's arrived flag and
+ * carried flags, and whether a waiting system has a state of its own (else
+ * it is the dataset's frame). */
+size_t mdf_sampler_waiting(const mdf_sampler *s, size_t *out);
+void mdf_sampler_get_arrived(const mdf_sampler *s, unsigned char *arrived, int32_t *carry);
+int mdf_sampler_has_state(const mdf_sampler *s, size_t i);
+/* Puts a stream back (after mdf_sampler_set_taken): arrived flags, carried
+ * flags, the waiting systems in order with their frames (moved; NULL or an
+ * empty frame: the dataset's). The stream is open again (the stages before
+ * close it again) and no room is owed to any link for restored systems. */
+mdf_status mdf_sampler_restore_stream(mdf_sampler *s, const unsigned char *arrived, const int32_t *carry,
+                                      const size_t *waiting, mdf_frame *frames, size_t nwaiting, mdf_error *err);
+
 #endif

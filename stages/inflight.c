@@ -23,6 +23,7 @@ struct mdf_inflight {
     int keep_exits;              /* checkpoints: keep the final frames handed out */
     mdf_bytes exits;             /* ... packed (mdf_ckpt_pack_frame), in hand-out order */
     int64_t nexits;
+    mdf_bytes exit_sources;      /* ... their dataset indices (a pipeline stage hands them on again) */
     const mdf_stage_ports *ports; /* a pipeline stage's, or NULL */
     unsigned char *handed;       /* by slot, within a refill: handed out, to be removed */
     size_t handed_cap;
@@ -281,6 +282,7 @@ void mdf_inflight_destroy(mdf_inflight *in)
     free(in->shard_pairs);
     free(in->handed);
     mdf_bytes_free(&in->exits);
+    mdf_bytes_free(&in->exit_sources);
     free(in);
 }
 
@@ -338,8 +340,9 @@ static mdf_status hand_out(mdf_inflight *in, mdf_batch *b, size_t i, int record,
     if (st != MDF_OK) return st;
     if (record) {
         mdf_ckpt_pack_frame(&in->exits, &f, &v);
+        mdf_bytes_put_i64(&in->exit_sources, b->sys[b->sys_slot[i]].source);
         in->nexits++;
-        if (in->exits.failed) {
+        if (in->exits.failed || in->exit_sources.failed) {
             mdf_frame_free(&f);
             return mdf_error_set(err, MDF_ERR_NOMEM, "no memory to keep the final frame of system %lld for "
                                  "checkpoints", (long long)v.id);
@@ -543,6 +546,84 @@ static mdf_status put_batch(mdf_ckpt *ck, const mdf_batch *b, mdf_error *err)
     return st;
 }
 
+/* A pipeline stage's stream: which systems arrived (and what they carry),
+ * and those waiting for the batch, in order, with their states. */
+static mdf_status save_stream(const mdf_sampler *s, mdf_ckpt *ck, mdf_error *err)
+{
+    size_t n = mdf_sampler_size(s);
+    unsigned char *arrived = malloc(n ? n : 1);
+    int32_t *carry = malloc(sizeof *carry * (n ? n : 1));
+    size_t *waiting = malloc(sizeof *waiting * (n ? n : 1));
+    mdf_bytes frames = {0};
+    mdf_status st = arrived && carry && waiting ? MDF_OK : mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a checkpoint");
+    size_t nw = 0;
+    if (st == MDF_OK) {
+        mdf_sampler_get_arrived(s, arrived, carry);
+        nw = mdf_sampler_waiting(s, waiting);
+        for (size_t q = 0; q < nw; q++) {
+            int own = mdf_sampler_has_state(s, waiting[q]);
+            mdf_bytes_put_i64(&frames, (int64_t)waiting[q]);
+            mdf_bytes_put_i64(&frames, own);
+            if (own) {
+                mdf_system_view v;
+                memset(&v, 0, sizeof v);
+                mdf_ckpt_pack_frame(&frames, mdf_sampler_frame(s, waiting[q]), &v);
+            }
+        }
+        if (frames.failed) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a checkpoint");
+    }
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "stream.arrived", arrived, 1, n, err);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "stream.carry", carry, sizeof *carry, n, err);
+    int64_t count = (int64_t)nw;
+    if (st == MDF_OK) st = mdf_ckpt_put_i64(ck, "stream.nwaiting", &count, 1, err);
+    if (st == MDF_OK) st = mdf_ckpt_put(ck, "stream.waiting", frames.p, 1, frames.n, err);
+    mdf_bytes_free(&frames);
+    free(arrived);
+    free(carry);
+    free(waiting);
+    return st;
+}
+
+static mdf_status load_stream(mdf_sampler *s, const mdf_ckpt *ck, mdf_error *err)
+{
+    size_t n = mdf_sampler_size(s), nb = 0;
+    const unsigned char *arrived = mdf_ckpt_get(ck, "stream.arrived", 1, n, NULL, err);
+    const int32_t *carry = arrived ? mdf_ckpt_get(ck, "stream.carry", sizeof(int32_t), n, NULL, err) : NULL;
+    int64_t count = 0;
+    if (!arrived || !carry || mdf_ckpt_get_i64(ck, "stream.nwaiting", &count, err) != MDF_OK)
+        return err && err->code ? err->code : MDF_ERR_PARSE;
+    const unsigned char *p = mdf_ckpt_get(ck, "stream.waiting", 1, (size_t)-1, &nb, err);
+    if (!p) return err ? err->code : MDF_ERR_PARSE;
+    if (count < 0 || (uint64_t)count > n)
+        return mdf_error_set(err, MDF_ERR_PARSE, "checkpoint '%s' is inconsistent (%lld systems waiting): start the "
+                             "run afresh without resuming", mdf_ckpt_path(ck), (long long)count);
+    size_t nw = (size_t)count;
+    size_t *waiting = malloc(sizeof *waiting * (nw ? nw : 1));
+    mdf_frame *frames = calloc(nw ? nw : 1, sizeof *frames);
+    mdf_status st = waiting && frames ? MDF_OK : mdf_error_set(err, MDF_ERR_NOMEM, "no memory to load a checkpoint");
+    mdf_bytes_in in = {.p = p, .n = nb};
+    for (size_t q = 0; st == MDF_OK && q < nw; q++) {
+        waiting[q] = (size_t)mdf_bytes_get_i64(&in);
+        int64_t own = mdf_bytes_get_i64(&in);
+        if (in.failed) st = mdf_error_set(err, MDF_ERR_PARSE, "checkpoint '%s': the waiting systems are damaged",
+                                          mdf_ckpt_path(ck));
+        mdf_system_view v;
+        if (st == MDF_OK && own) st = mdf_ckpt_unpack_frame(&in, &frames[q], &v, err);
+    }
+    if (st == MDF_OK && in.at != in.n)
+        st = mdf_error_set(err, MDF_ERR_PARSE, "checkpoint '%s': the waiting systems are damaged", mdf_ckpt_path(ck));
+    if (st == MDF_OK) st = mdf_sampler_restore_stream(s, arrived, carry, waiting, frames, nw, err);
+    for (size_t q = 0; frames && q < nw; q++) mdf_frame_free(&frames[q]);
+    free(frames);
+    free(waiting);
+    return st;
+}
+
+mdf_status mdf_inflight_pull(mdf_inflight *in, mdf_error *err)
+{
+    return in->ports ? in->ports->pull(in->ports->user, in->cfg.sampler, err) : MDF_OK;
+}
+
 mdf_status mdf_inflight_save(const mdf_inflight *in, const mdf_batch *b, mdf_ckpt *ck, mdf_error *err)
 {
     const mdf_sampler *s = in->cfg.sampler;
@@ -557,6 +638,12 @@ mdf_status mdf_inflight_save(const mdf_inflight *in, const mdf_batch *b, mdf_ckp
     if (st == MDF_OK) st = mdf_ckpt_put_i64(ck, "inflight.counters", counters, 4, err);
     if (st == MDF_OK) st = mdf_ckpt_put_i64(ck, "inflight.shard_pairs", in->shard_pairs, (size_t)b->nshards, err);
     if (st == MDF_OK) st = mdf_ckpt_put(ck, "inflight.exits", in->exits.p, 1, in->exits.n, err);
+    if (st == MDF_OK && mdf_sampler_is_stream(s))
+        st = mdf_ckpt_put(ck, "inflight.exit_sources", in->exit_sources.p, 1, in->exit_sources.n, err);
+    if (st == MDF_OK && mdf_sampler_is_stream(s)) st = save_stream(s, ck, err);
+    if (st == MDF_OK && in->ports) st = mdf_ckpt_put_i64(ck, "pipe.layout", in->ports->layout, 8, err);
+    if (st == MDF_OK && in->ports)
+        st = mdf_ckpt_put(ck, "pipe.layout_text", in->ports->layout_text, 1, strlen(in->ports->layout_text) + 1, err);
     unsigned char *taken = malloc(n ? n : 1);
     if (st == MDF_OK && !taken) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a checkpoint");
     if (st == MDF_OK) {
@@ -597,6 +684,12 @@ static mdf_status check_fingerprints(const mdf_inflight *in, const mdf_ckpt *ck,
                              "max_systems), refill interval or checkpoint interval: resume with the settings it was "
                              "written with, or start afresh without resuming", path);
     return MDF_OK;
+}
+
+static mdf_status damaged_path(const char *path, const char *what, mdf_error *err)
+{
+    return mdf_error_set(err, MDF_ERR_PARSE, "checkpoint '%s' is inconsistent (%s): start the run afresh without "
+                         "resuming", path, what);
 }
 
 static mdf_status damaged(const mdf_ckpt *ck, const char *what, mdf_error *err)
@@ -746,9 +839,27 @@ static mdf_status restore_columns(const mdf_inflight *in, const mdf_ckpt *ck, md
     return st;
 }
 
+/* A pipeline stage's checkpoint belongs to the same stage of the same
+ * pipeline shape (ranks, instances), or the systems it handed on and kept
+ * would not add up. */
+static mdf_status check_layout(const mdf_inflight *in, const mdf_ckpt *ck, mdf_error *err)
+{
+    size_t n = 0;
+    const int64_t *layout = mdf_ckpt_get(ck, "pipe.layout", sizeof(int64_t), (size_t)-1, &n, NULL);
+    const char *text = mdf_ckpt_get(ck, "pipe.layout_text", 1, (size_t)-1, NULL, NULL);
+    if (!in->ports && !layout) return MDF_OK;
+    if (!in->ports || !layout || n != 8 || memcmp(layout, in->ports->layout, sizeof in->ports->layout) != 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "checkpoint '%s' was written by %s, this run is %s: resume with "
+                             "the composition, placement and ranks it was written with, or start afresh without "
+                             "resuming", mdf_ckpt_path(ck), layout ? (text ? text : "another pipeline") : "a run "
+                             "that is not a pipeline stage", in->ports ? in->ports->layout_text : "not a pipeline");
+    return MDF_OK;
+}
+
 static mdf_status load_state(mdf_inflight *in, const mdf_ckpt *ck, mdf_batch **out, mdf_error *err)
 {
     mdf_status st = check_fingerprints(in, ck, err);
+    if (st == MDF_OK) st = check_layout(in, ck, err);
     if (st != MDF_OK) return st;
     const int64_t *c = mdf_ckpt_get(ck, "inflight.counters", sizeof(int64_t), 4, NULL, err);
     if (!c) return err ? err->code : MDF_ERR_PARSE;
@@ -766,6 +877,14 @@ static mdf_status load_state(mdf_inflight *in, const mdf_ckpt *ck, mdf_batch **o
         mdf_bytes_put(&in->exits, exits, nb);
         if (in->exits.failed) st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory to load a checkpoint");
     }
+    if (st == MDF_OK && mdf_sampler_is_stream(in->cfg.sampler)) {
+        size_t ns = 0;
+        const unsigned char *src = mdf_ckpt_get(ck, "inflight.exit_sources", 1, (size_t)-1, &ns, err);
+        if (!src) st = err ? err->code : MDF_ERR_PARSE;
+        else if (ns != 8 * (size_t)in->nexits) st = damaged(ck, "the final frames' dataset indices", err);
+        else mdf_bytes_put(&in->exit_sources, src, ns);
+        if (st == MDF_OK) st = load_stream(in->cfg.sampler, ck, err);
+    }
     if (st == MDF_OK) st = get_batch(ck, out, err);
     if (st == MDF_OK) st = restore_columns(in, ck, *out, err);
     if (st != MDF_OK) return st;
@@ -780,6 +899,7 @@ static mdf_status load_state(mdf_inflight *in, const mdf_ckpt *ck, mdf_batch **o
 mdf_status mdf_inflight_replay(mdf_inflight *in, const char *path, mdf_error *err)
 {
     mdf_bytes_in bi = {.p = in->exits.p, .n = in->exits.n};
+    mdf_bytes_in sources = {.p = in->exit_sources.p, .n = in->exit_sources.n};
     mdf_status st = MDF_OK;
     for (int64_t k = 0; st == MDF_OK && k < in->nexits; k++) {
         mdf_frame f;
@@ -790,6 +910,16 @@ mdf_status mdf_inflight_replay(mdf_inflight *in, const char *path, mdf_error *er
             snprintf(msg, sizeof msg, "%s", err ? err->message : "");
             return mdf_error_set(err, st, "checkpoint '%s': %s: start the run afresh without resuming", path, msg);
         }
+        /* A pipeline stage hands its finished systems on again: the next
+         * stage keeps those it had already. */
+        if (in->ports && v.status == in->exit_status) {
+            int64_t source = mdf_bytes_get_i64(&sources);
+            st = sources.failed ? damaged_path(path, "the final frames' dataset indices", err)
+                                : in->ports->send(in->ports->user, &f, &v, source, err);
+            mdf_frame_free(&f);
+            continue;
+        }
+        if (in->ports) mdf_bytes_get_i64(&sources);
         int stop = in->cfg.on_exit ? in->cfg.on_exit(in->cfg.user, &f, &v) : 0;
         mdf_frame_free(&f);
         if (stop)

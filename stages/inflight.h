@@ -39,6 +39,11 @@ typedef struct mdf_stage_ports {
     int (*inbox_pressing)(void *user);
     /* After each refill pass: finished systems kept in the batch for lack of room. */
     void (*held)(void *user, int64_t n);
+    /* The pipeline's shape as this stage sees it (stage, rank, instances...):
+     * kept in its checkpoints, which another shape refuses; `layout_text`
+     * says it in words for that message. */
+    int64_t layout[8];
+    char layout_text[160];
 } mdf_stage_ports;
 
 /* Renumbers a stage's parts base, base + 1, ... (a pipeline stage after others). */
@@ -100,8 +105,12 @@ int64_t mdf_inflight_exited(const mdf_inflight *in, int64_t *budget_exits);
  * batch's arrays, the sampler's position, the counters, the final frames
  * handed out so far and the fingerprints of the dataset and the budgets. */
 mdf_status mdf_inflight_save(const mdf_inflight *in, const mdf_batch *b, mdf_ckpt *ck, mdf_error *err);
+/* A pipeline stage: moves what waits in its inbox into its sampler, so that
+ * a checkpoint holds it (no-op without ports). */
+mdf_status mdf_inflight_pull(mdf_inflight *in, mdf_error *err);
 /* After a resume: hands the final frames stored in the checkpoint (systems
- * handed out before it was written) to on_exit again, in their order. */
+ * handed out before it was written) to on_exit again, in their order (a
+ * pipeline stage sends those that finished it to the next stage again). */
 mdf_status mdf_inflight_replay(mdf_inflight *in, const char *path, mdf_error *err);
 
 #endif

@@ -527,6 +527,8 @@ static void inbox_push(hub *h, int to, pipe_msg *msg, int64_t natoms)
     pthread_cond_broadcast(&h->cond);
 }
 
+static void release_room(local_inst *li, int l, int64_t natoms);
+
 static mdf_status port_pull(void *user, mdf_sampler *s, mdf_error *err)
 {
     local_inst *li = user;
@@ -547,7 +549,11 @@ static mdf_status port_pull(void *user, mdf_sampler *s, mdf_error *err)
     pthread_mutex_unlock(&h->lock);
     mdf_status st = MDF_OK;
     for (size_t i = 0; i < n; i++) {
-        if (st == MDF_OK) st = mdf_sampler_arrive(s, (size_t)got[i].source, &got[i].f, got[i].link, got[i].carry, err);
+        /* A system this stage has already (the stage before handed it on
+         * again after a resume): its room goes back at once. */
+        if (st == MDF_OK && mdf_sampler_arrived(s, (size_t)got[i].source)) release_room(li, got[i].link, got[i].f.natoms);
+        else if (st == MDF_OK)
+            st = mdf_sampler_arrive(s, (size_t)got[i].source, &got[i].f, got[i].link, got[i].carry, err);
         mdf_frame_free(&got[i].f);
     }
     free(got);
@@ -555,15 +561,11 @@ static mdf_status port_pull(void *user, mdf_sampler *s, mdf_error *err)
     return st;
 }
 
-/* The batch took dataset system `index`: its room in the inbox is free again. */
-static void port_admitted(void *user, const mdf_sampler *s, size_t index)
+/* Inbox room of a system that came through link l is free again: the
+ * credit goes back to the sender (a message when it is on another rank). */
+static void release_room(local_inst *li, int l, int64_t natoms)
 {
-    local_inst *li = user;
     hub *h = li->h;
-    li->rep.systems_in++;
-    int l = mdf_sampler_origin(s, index);
-    if (l < 0) return; /* the first stage's systems come from the dataset */
-    int64_t natoms = mdf_sampler_atoms(s, index);
     int from = link_from(&h->t, l);
     pthread_mutex_lock(&h->lock);
     inbox *in = &h->in[li->inst];
@@ -588,6 +590,17 @@ static void port_admitted(void *user, const mdf_sampler *s, size_t index)
         mdf_error_clear(&e);
         if (mdf_transport_send(h->tp, h->t.rank[from], &m, NULL, 0, &e) != MDF_OK) hub_stop(h, &e, 1);
     }
+}
+
+/* The batch took dataset system `index`: its room in the inbox is free
+ * again (systems of the first stage, or restored from a checkpoint, came
+ * through no link). */
+static void port_admitted(void *user, const mdf_sampler *s, size_t index)
+{
+    local_inst *li = user;
+    li->rep.systems_in++;
+    int l = mdf_sampler_origin(s, index);
+    if (l >= 0) release_room(li, l, mdf_sampler_atoms(s, index));
 }
 
 /* A link out of li with room for natoms atoms, from the round-robin
@@ -1019,6 +1032,13 @@ static void *run_instance(void *arg)
     ic.nshards = c->nshards;
     ic.on_exit = unfinished_exit;
     ic.user = li;
+    char ckpt[4096];
+    if (h->cfg->checkpoint_path && *h->cfg->checkpoint_path) {
+        mdf_pipeline_checkpoint_name(h->p, h->cfg->checkpoint_path, li->stage, h->rank, ckpt, sizeof ckpt);
+        ic.checkpoint_path = ckpt;
+        ic.checkpoint_every = h->cfg->checkpoint_every;
+        ic.resume = h->cfg->resume;
+    }
     mdf_stage_report rep;
     memset(&rep, 0, sizeof rep);
     mdf_error_clear(&li->err);
@@ -1130,10 +1150,18 @@ static mdf_status setup_local(hub *h, mdf_error *err)
             li->rep.inbox_cap_systems = c->inbox_systems > 0 ? cs * senders : 0;
             li->rep.inbox_cap_atoms = ca * senders;
         }
+        int j = i - h->t.first[li->stage];
         li->ports = (mdf_stage_ports){.user = li, .pull = port_pull, .admitted = port_admitted, .room = port_room,
                                       .send = port_send, .wait = port_wait, .stopped = port_stopped,
                                       .pending_atoms = port_pending, .inbox_pressing = port_pressing,
-                                      .held = port_held};
+                                      .held = port_held,
+                                      .layout = {li->stage, h->p->n, h->rank, h->t.nranks, j,
+                                                 instances_of(&h->t, li->stage),
+                                                 li->stage > 0 ? instances_of(&h->t, li->stage - 1) : 0,
+                                                 li->stage + 1 < h->p->n ? instances_of(&h->t, li->stage + 1) : 0}};
+        snprintf(li->ports.layout_text, sizeof li->ports.layout_text, "stage %d of %d ('%s') on rank %d of %d, "
+                 "instance %d of %d", li->stage + 1, h->p->n, c->name, h->rank, h->t.nranks, j + 1,
+                 instances_of(&h->t, li->stage));
         if (st == MDF_OK) st = create_sampler(h, li, err);
     }
     if (st == MDF_OK) st = assign_workers(h, err);
@@ -1182,8 +1210,8 @@ mdf_status mdf_pipeline_run(mdf_pipeline *p, mdf_model *m, const mdf_pipe_run_co
     if (report) memset(report, 0, sizeof *report);
     if (!p || !m || !cfg || !cfg->frames)
         return mdf_error_set(err, MDF_ERR_INVALID, "mdf_pipeline_run needs a pipeline, a model and a dataset");
-    if (cfg->checkpoint_path || cfg->resume)
-        return mdf_error_set(err, MDF_ERR_UNSUPPORTED, "checkpoints of pipelines are not implemented yet");
+    if (cfg->resume && (!cfg->checkpoint_path || !*cfg->checkpoint_path))
+        return mdf_error_set(err, MDF_ERR_INVALID, "resuming needs a checkpoint file: set checkpoint_path");
     hub *h = calloc(1, sizeof *h);
     if (!h) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a pipeline");
     h->p = p;

@@ -1144,7 +1144,8 @@ static mdf_status save_hook(mdf_hook *h, int p, int k, mdf_ckpt *ck, mdf_error *
  * the first step a resumed run submits. */
 static mdf_status save_checkpoint(stage_run *r, int64_t next_step, mdf_error *err)
 {
-    mdf_status st = mdf_batch_sync(r->b, err);
+    mdf_status st = mdf_inflight_pull(r->in, err); /* a pipeline stage's inbox goes into the checkpoint */
+    if (st == MDF_OK) st = mdf_batch_sync(r->b, err);
     if (st != MDF_OK) return st;
     mdf_ckpt *ck = mdf_ckpt_new(r->ckpt_path);
     if (!ck) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for checkpoint '%s'", r->ckpt_path);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "testutil.h"
 
 #define NDATA 24
@@ -430,6 +431,107 @@ static void test_three_stages(void **state)
     free(got);
 }
 
+/* Checkpoints: a run whose stages stop early (each its max_steps, on a
+ * checkpoint step) and is resumed ends where the uninterrupted run ends,
+ * with every system handed out once; a checkpoint of another pipeline
+ * shape is refused. */
+static void run_with_checkpoints(const char *path, int64_t relax_steps, int64_t md_steps, int resume, outcome *o,
+                                 mdf_status want, mdf_error *err)
+{
+    mdf_pipeline *p = relax_md_pipeline(MAX_ATOMS, 0, 0, 1);
+    TU_CALL(mdf_stage_set_max_steps, mdf_pipeline_stage(p, 0), relax_steps);
+    TU_CALL(mdf_stage_set_max_steps, mdf_pipeline_stage(p, 1), md_steps);
+    mdf_frame frames[NDATA];
+    make_dataset(frames);
+    mdf_model *m = argon();
+    mdf_pipe_run_config rc;
+    mdf_pipe_run_config_init(&rc);
+    rc.frames = frames;
+    rc.nframes = NDATA;
+    rc.on_exit = on_exit_cb;
+    rc.user = o;
+    rc.checkpoint_path = path;
+    rc.checkpoint_every = 20;
+    rc.resume = resume;
+    mdf_error_clear(err);
+    assert_int_equal(mdf_pipeline_run(p, m, &rc, NULL, err), want);
+    mdf_model_destroy(m);
+    free_dataset(frames);
+    mdf_pipeline_destroy(p);
+}
+
+static void test_checkpoint_resume(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), path[512], a[600], b[600];
+    snprintf(path, sizeof path, "%s/run.ckpt.h5", dir);
+    outcome *ref = calloc(1, sizeof *ref), *first = calloc(1, sizeof *first), *got = calloc(1, sizeof *got);
+    outcome_init(ref);
+    outcome_init(first);
+    outcome_init(got);
+    mdf_error err;
+    tu_start("lws", 2, 0);
+    run_with_checkpoints(path, 100000, 100000, 0, ref, MDF_OK, &err);
+    /* The stage files are named after the stages and the rank. */
+    mdf_pipeline *p = relax_md_pipeline(MAX_ATOMS, 0, 0, 1);
+    mdf_pipeline_checkpoint_name(p, path, 0, 0, a, sizeof a);
+    mdf_pipeline_checkpoint_name(p, path, 1, 0, b, sizeof b);
+    mdf_pipeline_destroy(p);
+    char want_a[600];
+    snprintf(want_a, sizeof want_a, "%s/run.ckpt.relax.r0.h5", dir);
+    assert_string_equal(a, want_a);
+    assert_int_equal(access(a, F_OK), 0);
+    assert_int_equal(access(b, F_OK), 0);
+    /* Stopped early: relax after 40 steps, md after 60 (checkpoints every 20). */
+    run_with_checkpoints(path, 40, 60, 0, first, MDF_OK, &err);
+    int unfinished = 0;
+    for (int i = 0; i < NDATA; i++) unfinished += first->seen[i] && first->status[i] != 2;
+    assert_true(unfinished > 0);
+    run_with_checkpoints(path, 100000, 100000, 1, got, MDF_OK, &err);
+    double worst = 0.0;
+    for (int i = 0; i < NDATA; i++) {
+        assert_int_equal(got->seen[i], 1);
+        assert_int_equal(got->status[i], 2);
+        assert_int_equal(got->step[i], ref->step[i]);
+        worst = fmax(worst, max_diff(got->pos[i], ref->pos[i], ref->natoms[i]));
+    }
+    printf("resumed pipeline vs uninterrupted: %d systems, positions differ by at most %.3g Å (%d were unfinished "
+           "when it stopped)\n", NDATA, worst, unfinished);
+    assert_true(worst < 1e-9);
+    /* Another shape: relax | md | md2 cannot resume from relax | md's files. */
+    TU_CALL(mdf_pipeline_create, &p);
+    mdf_pipe_stage_config ca = stage_cfg("relax", MAX_ATOMS, -1), cb = stage_cfg("md", MAX_ATOMS, -1),
+                          cc = stage_cfg("md2", MAX_ATOMS, -1);
+    TU_CALL(mdf_pipeline_add, p, relax_stage(), &ca);
+    TU_CALL(mdf_pipeline_add, p, md_stage(MD_STEPS, 4), &cb);
+    TU_CALL(mdf_pipeline_add, p, md_stage(5, 5), &cc);
+    mdf_frame frames[NDATA];
+    make_dataset(frames);
+    mdf_model *m = argon();
+    mdf_pipe_run_config rc;
+    mdf_pipe_run_config_init(&rc);
+    rc.frames = frames;
+    rc.nframes = NDATA;
+    rc.checkpoint_path = path;
+    rc.checkpoint_every = 20;
+    rc.resume = 1;
+    mdf_error_clear(&err);
+    assert_int_not_equal(mdf_pipeline_run(p, m, &rc, NULL, &err), MDF_OK);
+    printf("%s\n", err.message);
+    assert_non_null(strstr(err.message, "run.ckpt."));
+    assert_non_null(strstr(err.message, "stage 1 of 2 ('relax')"));
+    assert_non_null(strstr(err.message, "stage 1 of 3 ('relax')"));
+    mdf_model_destroy(m);
+    free_dataset(frames);
+    mdf_pipeline_destroy(p);
+    tu_stop();
+    tu_remove_tree(dir);
+    free(dir);
+    free(ref);
+    free(first);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_too_large_refused),
         cmocka_unit_test(test_failure_stops_everything),
         cmocka_unit_test(test_three_stages),
+        cmocka_unit_test(test_checkpoint_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
