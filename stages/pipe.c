@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -380,7 +381,7 @@ typedef struct hub {
     int local_of[MAX_INSTANCES]; /* instance -> index in loc, or -1 */
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    volatile int stopped;
+    atomic_int stopped;          /* read without the lock every step; written under it */
     mdf_error stop_err;
     pthread_mutex_t out_lock;    /* the receiver (rank 0) */
     int64_t finished, budget_exits;
