@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1120,9 +1121,15 @@ static void print_models(void)
 #endif
 }
 
+/* Under an MPI launcher: this process's rank, which prefixes every error
+ * ("mdflow: rank R: ..."), since every rank prints its own; -1 otherwise. */
+static int launcher_rank = -1;
+
 static int fail(const mdf_error *err)
 {
-    fprintf(stderr, "mdflow: %s: %s\n", mdf_status_name(err->code), err->message);
+    if (launcher_rank >= 0)
+        fprintf(stderr, "mdflow: rank %d: %s: %s\n", launcher_rank, mdf_status_name(err->code), err->message);
+    else fprintf(stderr, "mdflow: %s: %s\n", mdf_status_name(err->code), err->message);
     /* 2: the input or the command line must change; 1: anything else. */
     int bad_input = err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE || err->code == MDF_ERR_PHYSICS;
     return bad_input ? 2 : 1;
@@ -1184,6 +1191,54 @@ static void usage_run(FILE *fp)
             MDF_DEFAULT_WORKFLOW, MDF_PKGDATADIR);
 }
 
+/* Under mpirun: a pipeline runs over the ranks (StarPU-MPI); anything else
+ * is refused on every rank, before any work. */
+static mdf_status run_under_launcher(mdf_workflow *wf, mdf_error *err)
+{
+    int n = mdf_runtime_launcher_size();
+    if (!mdf_runtime_mpi_available())
+        return mdf_error_set(err, MDF_ERR_INVALID, "mdflow was started by mpirun (%d ranks), but this mdflow was built "
+                             "without StarPU-MPI: run it without mpirun, or install StarPU-MPI (Debian: "
+                             "libstarpu-dev's starpumpi, openmpi) and configure and build mdflow again", n);
+    if (wf->npipe <= 1 || wf->sequential) {
+        char comp[512];
+        wf_composition_text(wf, comp, sizeof comp);
+        return mdf_error_set(err, MDF_ERR_INVALID, "mdflow run under mpirun needs a pipeline composition (relax | md) "
+                             "to place on the %d ranks, and %s %s: write the composition with '|' between the "
+                             "stages that run on different ranks, or run without mpirun", n, wf->path,
+                             wf->sequential ? "runs its stages in sequence (--sequential)"
+                                            : wf->ncomp > 1 ? "fuses its stages ('+')" : "has one stage");
+    }
+    wf->mpi = 1;
+    return MDF_OK;
+}
+
+/* What the run does, for its first line. */
+static const char *run_kind(const mdf_workflow *wf, int pipeline)
+{
+    static char text[160];
+    if (wf->sequential) snprintf(text, sizeof text, "stages in sequence on static batches (at most %lld atoms in "
+                                 "flight)", (long long)wf->sampler.max_atoms);
+    else if (!pipeline) snprintf(text, sizeof text, "inflight batching (at most %lld atoms in flight)",
+                                 (long long)wf->sampler.max_atoms);
+    else if (wf->mpi) snprintf(text, sizeof text, "a pipeline of %d stages over %d MPI ranks", wf->npipe,
+                               mdf_runtime_launcher_size());
+    else snprintf(text, sizeof text, "a pipeline of %d stages in one process", wf->npipe);
+    return text;
+}
+
+/* The ranks --check checks a pipeline's placement against: the launcher's,
+ * else as many as the placement names (one without ranks). */
+static int check_ranks(const mdf_workflow *wf)
+{
+    if (mdf_runtime_launcher_size() > 1) return mdf_runtime_launcher_size();
+    int n = 1;
+    for (int g = 0; g < wf->npipe; g++)
+        for (int i = 0; i < wf->pipe[g].nranks; i++)
+            if (wf->pipe[g].ranks[i] + 1 > n) n = wf->pipe[g].ranks[i] + 1;
+    return n;
+}
+
 /* mdflow run [--check] [--resume | --sequential] [FILE]: returns the exit status. */
 static int run_workflow_command(int argc, char **argv)
 {
@@ -1191,7 +1246,7 @@ static int run_workflow_command(int argc, char **argv)
     mdf_error_clear(&err);
     const char *file = NULL;
     int check_only = 0, resume = 0, sequential = 0, quiet = 0;
-    const char *sched_report = NULL;
+    const char *sched_report = NULL, *pipe_report = NULL;
     double progress_every = PROGRESS_EVERY_DEFAULT;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
@@ -1217,6 +1272,13 @@ static int run_workflow_command(int argc, char **argv)
                 return fail(&err);
         }
         else if (!strcmp(argv[k], "--sched-report") && k + 1 < argc) sched_report = argv[++k]; /* mdflow sched's */
+        else if (!strcmp(argv[k], "--pipe-report")) {
+            if (k + 1 == argc) {
+                mdf_error_set(&err, MDF_ERR_INVALID, "--pipe-report needs a file: --pipe-report FILE.json");
+                return fail(&err);
+            }
+            pipe_report = argv[++k];
+        }
         else if (!strcmp(argv[k], "--resume")) resume = 1;
         else if (!strcmp(argv[k], "--sequential")) sequential = 1;
         else if (argv[k][0] == '-' || file) {
@@ -1244,13 +1306,15 @@ static int run_workflow_command(int argc, char **argv)
     wf.quiet = quiet;
     wf.progress_every = progress_every;
     wf.sched_report = sched_report;
+    wf.pipe_report = pipe_report;
+    int pipeline = wf.npipe > 1 && !sequential;
+    if (launcher_rank >= 0 && run_under_launcher(&wf, &err) != MDF_OK) return fail(&err);
     char comp[512];
     wf_composition_text(&wf, comp, sizeof comp);
-    printf("mdflow: %s %s: %s of %s, %s (at most %lld atoms in flight)\n",
-           is_default ? "default workload, workflow" : "workflow", file, comp, wf.input,
-           sequential ? "stages in sequence on static batches" : "inflight batching",
-           (long long)wf.sampler.max_atoms);
-    if (check_only) return wf_check_input(&wf, &err) == MDF_OK ? 0 : fail(&err);
+    if (launcher_rank <= 0) /* once, from rank 0, under mpirun */
+        printf("mdflow: %s %s: %s of %s, %s\n", is_default ? "default workload, workflow" : "workflow", file, comp,
+               wf.input, run_kind(&wf, pipeline));
+    if (check_only) return wf_check_input(&wf, check_ranks(&wf), &err) == MDF_OK ? 0 : fail(&err);
     fflush(stdout);
     return wf_run(&wf, &err) == MDF_OK ? 0 : fail(&err);
 }
@@ -1301,6 +1365,50 @@ static int print_version(void)
     return 0;
 }
 
+/* ---- under mpirun ---------------------------------------------------------------------------- */
+
+static char sigterm_text[160];
+static size_t sigterm_len;
+
+/* mpirun ends the other ranks with SIGTERM when one rank ends first (a
+ * crash, a kill): say so, or the job's output shows only mpirun's words. */
+static void on_sigterm(int sig)
+{
+    (void)sig;
+    ssize_t w = write(STDERR_FILENO, sigterm_text, sigterm_len); /* async-signal-safe */
+    (void)w;
+    _exit(143);
+}
+
+/* A process of an mpirun with several ranks: its errors carry its rank, and
+ * a SIGTERM from mpirun leaves a line. */
+static void launcher_setup(void)
+{
+    if (mdf_runtime_launcher_size() <= 1) return;
+    launcher_rank = mdf_runtime_launcher_rank();
+    int n = snprintf(sigterm_text, sizeof sigterm_text, "mdflow: rank %d: stopped by a signal from mpirun (another "
+                     "rank ended first; see mpirun's message)\n", launcher_rank);
+    sigterm_len = n > 0 && (size_t)n < sizeof sigterm_text ? (size_t)n : strlen(sigterm_text);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Commands other than `mdflow run` with a pipeline have nothing to share
+ * between ranks: each rank would run the whole command, writing the same
+ * files at once. Refused on every rank. */
+static int refuse_under_launcher(const char *cmd)
+{
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_error_set(&err, MDF_ERR_INVALID, "mdflow %s under mpirun (%d ranks): only mdflow run with a pipeline "
+                  "composition (relax | md) runs over MPI ranks: run mdflow %s without mpirun", cmd,
+                  mdf_runtime_launcher_size(), cmd);
+    return fail(&err);
+}
+
 int main(int argc, char **argv)
 {
     mdf_error err;
@@ -1313,6 +1421,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) return print_version();
+    launcher_setup();
+    if (launcher_rank >= 0 && strcmp(cmd, "run") != 0 && argc >= 2) return refuse_under_launcher(cmd);
     if (!strcmp(cmd, "plot")) return plot_command(argc - 1, argv + 1);
     /* MDFLOW_PLUGIN_PATH first, for every command: its entries are then
      * names like the built-ins'. */
