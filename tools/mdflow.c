@@ -1213,20 +1213,6 @@ static mdf_status run_under_launcher(mdf_workflow *wf, mdf_error *err)
     return MDF_OK;
 }
 
-/* What the run does, for its first line. */
-static const char *run_kind(const mdf_workflow *wf, int pipeline)
-{
-    static char text[160];
-    if (wf->sequential) snprintf(text, sizeof text, "stages in sequence on static batches (at most %lld atoms in "
-                                 "flight)", (long long)wf->sampler.max_atoms);
-    else if (!pipeline) snprintf(text, sizeof text, "inflight batching (at most %lld atoms in flight)",
-                                 (long long)wf->sampler.max_atoms);
-    else if (wf->mpi) snprintf(text, sizeof text, "a pipeline of %d stages over %d MPI ranks", wf->npipe,
-                               mdf_runtime_launcher_size());
-    else snprintf(text, sizeof text, "a pipeline of %d stages in one process", wf->npipe);
-    return text;
-}
-
 /* The ranks --check checks a pipeline's placement against: the launcher's,
  * else as many as the placement names (one without ranks). */
 static int check_ranks(const mdf_workflow *wf)
@@ -1237,6 +1223,23 @@ static int check_ranks(const mdf_workflow *wf)
         for (int i = 0; i < wf->pipe[g].nranks; i++)
             if (wf->pipe[g].ranks[i] + 1 > n) n = wf->pipe[g].ranks[i] + 1;
     return n;
+}
+
+/* What the run does, for its first line. */
+static const char *run_kind(const mdf_workflow *wf, int pipeline)
+{
+    static char text[160];
+    if (wf->sequential) snprintf(text, sizeof text, "stages in sequence on static batches (at most %lld atoms in "
+                                 "flight)", (long long)wf->sampler.max_atoms);
+    else if (!pipeline) snprintf(text, sizeof text, "inflight batching (at most %lld atoms in flight)",
+                                 (long long)wf->sampler.max_atoms);
+    else if (wf->mpi) snprintf(text, sizeof text, "a pipeline of %d stages over %d MPI ranks", wf->npipe,
+                               mdf_runtime_launcher_size());
+    else if (check_ranks(wf) > 1) /* placed on ranks, started without mpirun */
+        snprintf(text, sizeof text, "a pipeline of %d stages placed on %d MPI ranks (mpirun -np %d)", wf->npipe,
+                 check_ranks(wf), check_ranks(wf));
+    else snprintf(text, sizeof text, "a pipeline of %d stages in one process", wf->npipe);
+    return text;
 }
 
 /* mdflow run [--check] [--resume | --sequential] [FILE]: returns the exit status. */

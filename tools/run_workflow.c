@@ -400,21 +400,27 @@ static mdf_status build_pipeline(const mdf_workflow *wf, int freeze, const run_s
 }
 
 /* The workflow line a pipeline check's message belongs to: the placement,
- * or the budget or inbox of the stage it names, else the composition. */
+ * or the budget or inbox of the stage it names first, else the composition. */
 static int check_line(const mdf_workflow *wf, const char *msg)
 {
-    int placement = !strncmp(msg, "placement", 9);
+    int placement = !strncmp(msg, "placement", 9), subject = -1;
+    const char *first = NULL;
     for (int g = 0; g < wf->npipe; g++) {
         char name[MDF_PIPE_NAME_MAX], quoted[MDF_PIPE_NAME_MAX + 16];
         wf_pipe_name(wf, g, name, sizeof name);
         snprintf(quoted, sizeof quoted, "stage '%s'", name);
-        if (!strstr(msg, quoted)) continue;
-        const wf_pipe_stage *p = &wf->pipe[g];
-        if (placement || strstr(msg, "CUDA")) return p->placement_line ? p->placement_line : wf->comp_line;
-        if (strstr(msg, "inbox")) return p->inbox_line ? p->inbox_line : wf->stages[wf->comp[wf->pipe_first[g]]].line;
-        return p->budget_line;
+        const char *at = strstr(msg, quoted);
+        if (at && (!first || at < first)) {
+            first = at;
+            subject = g;
+        }
     }
-    return placement && wf->placement_line ? wf->placement_line : wf->comp_line;
+    if (subject < 0) return placement && wf->placement_line ? wf->placement_line : wf->comp_line;
+    const wf_pipe_stage *p = &wf->pipe[subject];
+    if (placement || strstr(msg, "CUDA")) return p->placement_line ? p->placement_line : wf->comp_line;
+    if (strstr(msg, "inbox"))
+        return p->inbox_line ? p->inbox_line : wf->stages[wf->comp[wf->pipe_first[subject]]].line;
+    return p->budget_line;
 }
 
 /* What mdf_pipeline_run checks before any work, done before any output is
@@ -1025,6 +1031,8 @@ static mdf_status run_pipeline(const mdf_workflow *wf, run_state *rs, mdf_pipe_r
     mdf_stage_set_progress(last, NULL, NULL, 0.0);
     if (st != MDF_OK && pc.checkpoint_path && err->code == MDF_ERR_UNSUPPORTED)
         st = at_line(err, wf, wf->checkpoint_line, "checkpoint");
+    else if (st != MDF_OK && !strncmp(err->message, "placement", 9)) /* a rank's workers, found at set-up */
+        st = at_line(err, wf, check_line(wf, err->message), "pipeline");
     return st;
 }
 
