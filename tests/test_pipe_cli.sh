@@ -197,6 +197,15 @@ if [ "$rc" -eq 0 ] && grep -F 'stages in sequence' "$T/stdout" >/dev/null; then
     same_as_fused "--sequential relax | md" seq.xyz
 else fail "--sequential with relax | md" "exit status $rc"; show stderr "$T/stderr"; fi
 
+# max_steps bounds each stage's own steps: every id is still written, in order
+variant short 's/^max_steps: .*/max_steps: 3/'
+run "$MDFLOW" run --quiet short.yaml
+if [ "$rc" -eq 0 ] && [ "$(info_values mdf_system_id short.xyz)" = "0 1 2 3 4 5 6 7 8 9 10 11 " ] &&
+    grep -F 'finished 0 (status 2), unfinished 12' "$T/stdout" >/dev/null && grep -F '(not started)' "$T/stdout" >/dev/null; then
+    pass "relax | md with max_steps: 3: exit 0, every id written in input order, none finished, the unstarted listed"
+else fail "relax | md with max_steps: 3" "exit status $rc; ids '$(info_values mdf_system_id short.xyz)'"
+    show stdout "$T/stdout"; fi
+
 # ---- (c) back-pressure ----------------------------------------------------------------------
 # md keeps one system at a time (budget 20 atoms: the largest has 19) with an
 # inbox of one system, and runs 50 steps each: relax must wait for it.
@@ -310,6 +319,8 @@ variant pranks '$a\
 placement: {relax: {ranks: [0]}, md: {ranks: [1]}}'
 run "$MDFLOW" run --quiet pranks.yaml
 expect_error "placement on 2 ranks, run without mpirun" 2 "pranks.yaml:31:" "placed on rank 1" "mpirun -np 2"
+run "$MDFLOW" sched one.yaml --policies eager --repeats 1 --no-gantt
+expect_error "mdflow sched with a pipeline" 2 "one.yaml:24:" "fused compositions" "placement"
 run "$MDFLOW" run --quiet --pipe-report x.json fused.yaml
 expect_error "--pipe-report without a pipeline" 2 "--pipe-report" "no pipeline"
 variant ck 's/^seed: 3/seed: 3\
