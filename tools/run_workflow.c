@@ -137,7 +137,6 @@ static mdf_status check_model_elements(const mdf_workflow *wf, const mdf_frame_l
     return st;
 }
 
-
 /* The stage's hooks by registered name, in the order listed. */
 static mdf_status add_named_hooks(const mdf_workflow *wf, const wf_stage *ws, mdf_stage *s, mdf_error *err)
 {
