@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1120,9 +1121,15 @@ static void print_models(void)
 #endif
 }
 
+/* Under an MPI launcher: this process's rank, which prefixes every error
+ * ("mdflow: rank R: ..."), since every rank prints its own; -1 otherwise. */
+static int launcher_rank = -1;
+
 static int fail(const mdf_error *err)
 {
-    fprintf(stderr, "mdflow: %s: %s\n", mdf_status_name(err->code), err->message);
+    if (launcher_rank >= 0)
+        fprintf(stderr, "mdflow: rank %d: %s: %s\n", launcher_rank, mdf_status_name(err->code), err->message);
+    else fprintf(stderr, "mdflow: %s: %s\n", mdf_status_name(err->code), err->message);
     /* 2: the input or the command line must change; 1: anything else. */
     int bad_input = err->code == MDF_ERR_INVALID || err->code == MDF_ERR_PARSE || err->code == MDF_ERR_PHYSICS;
     return bad_input ? 2 : 1;
@@ -1151,10 +1158,12 @@ static void usage_run(FILE *fp)
 {
     fprintf(fp,
             "usage: mdflow run [--check] [--resume | --sequential] [--quiet] [--progress-every S]\n"
-            "                  [--plugin PATH.so] [FILE.yaml]\n"
+            "                  [--plugin PATH.so] [--pipe-report FILE.json] [FILE.yaml]\n"
+            "       mpirun -np N mdflow run [options] FILE.yaml   (a pipeline over MPI ranks)\n"
             "Runs a workflow file: the input dataset, the model, named stages and their composition\n"
-            "('relax + md' fuses them), the sampler's budgets for inflight batching, the outputs, the\n"
-            "hooks and the scheduler. examples/relax_md.yaml documents every key. Without FILE, runs\n"
+            "('relax + md' fuses them, 'relax | md' pipelines them), the sampler's budgets for inflight\n"
+            "batching, the outputs, the hooks and the scheduler. examples/relax_md.yaml documents every\n"
+            "key, examples/relax_md_pipe.yaml the pipeline's. Without FILE, runs\n"
             "the built-in default (%s, found under $MDFLOW_DATA, %s or the source tree):\n"
             "FIRE relaxation to fmax 0.05 eV/Å, then Langevin NVT MD of 256 argon systems of mixed\n"
             "sizes with inflight batching.\n\n"
@@ -1166,14 +1175,30 @@ static void usage_run(FILE *fp)
             "  --sequential  the baseline that fusion and inflight batching are measured against:\n"
             "            the sampler packs a batch within the same budgets, each stage runs on it in\n"
             "            turn until all its systems have left, then the next batch is built (no refills,\n"
-            "            no checkpoints); the trajectories are the same, only the time differs\n"
+            "            no checkpoints); the trajectories are the same, only the time differs. A\n"
+            "            composition with '|' runs so too, '|' taken as '+' (stages.NAME.sampler,\n"
+            "            inbox and placement do not apply; refused under mpirun)\n"
             "  --quiet   no progress line\n"
             "  --progress-every S  the progress line (stderr: systems done / in flight / waiting,\n"
             "            steps/s, elapsed, ETA): rewritten in place on a terminal, at most 4 times a\n"
             "            second; otherwise a line every S seconds (default 10; 0: none)\n"
             "  --plugin PATH.so  load a plugin before the workflow is read (repeatable), as the\n"
             "            workflow's plugins: [PATH.so] does (paths relative to the workflow's folder there)\n"
+            "  --pipe-report FILE.json  with a pipeline: its report as JSON (wall_s, finished,\n"
+            "            systems_per_s, nranks, and per stage instance what the summary's table shows)\n"
             "  --help    this text\n\n"
+            "Pipelines. composition: relax | md runs each term as a pipeline stage of its own (its own\n"
+            "batch, sampler and step loop) on workers of its own, or under mpirun on ranks of its own;\n"
+            "'+' binds tighter than '|' and parentheses group a fused term: relax | (md1 + md2). The\n"
+            "first stage of a term may carry sampler: {max_atoms, max_pairs, max_systems,\n"
+            "refill_interval, refill_fraction} (its budget; keys left out come from the top-level\n"
+            "sampler) and, after the first term, inbox: {systems: N, atoms: N} (what may wait for it;\n"
+            "a full inbox holds the stage before back). placement: {STAGE: {cpus: N, cuda: N, sched:\n"
+            "NAME, ranks: [R, ...]}} places each term by its first stage's name. Over MPI ranks:\n"
+            "  STARPU_NCPU=1 STARPU_WORKERS_NOBIND=1 mpirun -np 2 mdflow run examples/relax_md_pipe.yaml\n"
+            "Rank 0 writes the final structures and the summary; a stage on several ranks writes a log\n"
+            "per rank (run.md.r1.csv), and HDF5 outputs of rank N > 0 get .rN (traj.r1.h5). Under\n"
+            "mpirun any other command or composition is refused on every rank (exit 2).\n\n"
             "Two choices are made without being asked, each with a warning on stderr when it applies:\n"
             "a model.pairs entry left out mixes the species' parameters (Lorentz-Berthelot) with the\n"
             "cutoff max(rc_A, rc_B), not LAMMPS's arithmetic (rc_A + rc_B)/2; an npt stage changes the\n"
@@ -1184,6 +1209,57 @@ static void usage_run(FILE *fp)
             MDF_DEFAULT_WORKFLOW, MDF_PKGDATADIR);
 }
 
+/* Under mpirun: a pipeline runs over the ranks (StarPU-MPI); anything else
+ * is refused on every rank, before any work. */
+static mdf_status run_under_launcher(mdf_workflow *wf, mdf_error *err)
+{
+    int n = mdf_runtime_launcher_size();
+    if (!mdf_runtime_mpi_available())
+        return mdf_error_set(err, MDF_ERR_INVALID, "mdflow was started by mpirun (%d ranks), but this mdflow was built "
+                             "without StarPU-MPI: run it without mpirun, or install StarPU-MPI (Debian: "
+                             "libstarpu-dev's starpumpi, openmpi) and configure and build mdflow again", n);
+    if (wf->npipe <= 1 || wf->sequential) {
+        char comp[512];
+        wf_composition_text(wf, comp, sizeof comp);
+        return mdf_error_set(err, MDF_ERR_INVALID, "mdflow run under mpirun needs a pipeline composition (relax | md) "
+                             "to place on the %d ranks, and %s %s: write the composition with '|' between the "
+                             "stages that run on different ranks, or run without mpirun", n, wf->path,
+                             wf->sequential ? "runs its stages in sequence (--sequential)"
+                                            : wf->ncomp > 1 ? "fuses its stages ('+')" : "has one stage");
+    }
+    wf->mpi = 1;
+    return MDF_OK;
+}
+
+/* The ranks --check checks a pipeline's placement against: the launcher's,
+ * else as many as the placement names (one without ranks). */
+static int check_ranks(const mdf_workflow *wf)
+{
+    if (mdf_runtime_launcher_size() > 1) return mdf_runtime_launcher_size();
+    int n = 1;
+    for (int g = 0; g < wf->npipe; g++)
+        for (int i = 0; i < wf->pipe[g].nranks; i++)
+            if (wf->pipe[g].ranks[i] + 1 > n) n = wf->pipe[g].ranks[i] + 1;
+    return n;
+}
+
+/* What the run does, for its first line. */
+static const char *run_kind(const mdf_workflow *wf, int pipeline)
+{
+    static char text[160];
+    if (wf->sequential) snprintf(text, sizeof text, "stages in sequence on static batches (at most %lld atoms in "
+                                 "flight)", (long long)wf->sampler.max_atoms);
+    else if (!pipeline) snprintf(text, sizeof text, "inflight batching (at most %lld atoms in flight)",
+                                 (long long)wf->sampler.max_atoms);
+    else if (wf->mpi) snprintf(text, sizeof text, "a pipeline of %d stages over %d MPI ranks", wf->npipe,
+                               mdf_runtime_launcher_size());
+    else if (check_ranks(wf) > 1) /* placed on ranks, started without mpirun */
+        snprintf(text, sizeof text, "a pipeline of %d stages placed on %d MPI ranks (mpirun -np %d)", wf->npipe,
+                 check_ranks(wf), check_ranks(wf));
+    else snprintf(text, sizeof text, "a pipeline of %d stages in one process", wf->npipe);
+    return text;
+}
+
 /* mdflow run [--check] [--resume | --sequential] [FILE]: returns the exit status. */
 static int run_workflow_command(int argc, char **argv)
 {
@@ -1191,7 +1267,7 @@ static int run_workflow_command(int argc, char **argv)
     mdf_error_clear(&err);
     const char *file = NULL;
     int check_only = 0, resume = 0, sequential = 0, quiet = 0;
-    const char *sched_report = NULL;
+    const char *sched_report = NULL, *pipe_report = NULL;
     double progress_every = PROGRESS_EVERY_DEFAULT;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
@@ -1217,6 +1293,13 @@ static int run_workflow_command(int argc, char **argv)
                 return fail(&err);
         }
         else if (!strcmp(argv[k], "--sched-report") && k + 1 < argc) sched_report = argv[++k]; /* mdflow sched's */
+        else if (!strcmp(argv[k], "--pipe-report")) {
+            if (k + 1 == argc) {
+                mdf_error_set(&err, MDF_ERR_INVALID, "--pipe-report needs a file: --pipe-report FILE.json");
+                return fail(&err);
+            }
+            pipe_report = argv[++k];
+        }
         else if (!strcmp(argv[k], "--resume")) resume = 1;
         else if (!strcmp(argv[k], "--sequential")) sequential = 1;
         else if (argv[k][0] == '-' || file) {
@@ -1244,13 +1327,15 @@ static int run_workflow_command(int argc, char **argv)
     wf.quiet = quiet;
     wf.progress_every = progress_every;
     wf.sched_report = sched_report;
+    wf.pipe_report = pipe_report;
+    int pipeline = wf.npipe > 1 && !sequential;
+    if (launcher_rank >= 0 && run_under_launcher(&wf, &err) != MDF_OK) return fail(&err);
     char comp[512];
     wf_composition_text(&wf, comp, sizeof comp);
-    printf("mdflow: %s %s: %s of %s, %s (at most %lld atoms in flight)\n",
-           is_default ? "default workload, workflow" : "workflow", file, comp, wf.input,
-           sequential ? "stages in sequence on static batches" : "inflight batching",
-           (long long)wf.sampler.max_atoms);
-    if (check_only) return wf_check_input(&wf, &err) == MDF_OK ? 0 : fail(&err);
+    if (launcher_rank <= 0) /* once, from rank 0, under mpirun */
+        printf("mdflow: %s %s: %s of %s, %s\n", is_default ? "default workload, workflow" : "workflow", file, comp,
+               wf.input, run_kind(&wf, pipeline));
+    if (check_only) return wf_check_input(&wf, check_ranks(&wf), &err) == MDF_OK ? 0 : fail(&err);
     fflush(stdout);
     return wf_run(&wf, &err) == MDF_OK ? 0 : fail(&err);
 }
@@ -1301,6 +1386,50 @@ static int print_version(void)
     return 0;
 }
 
+/* ---- under mpirun ---------------------------------------------------------------------------- */
+
+static char sigterm_text[160];
+static size_t sigterm_len;
+
+/* mpirun ends the other ranks with SIGTERM when one rank ends first (a
+ * crash, a kill): say so, or the job's output shows only mpirun's words. */
+static void on_sigterm(int sig)
+{
+    (void)sig;
+    ssize_t w = write(STDERR_FILENO, sigterm_text, sigterm_len); /* async-signal-safe */
+    (void)w;
+    _exit(143);
+}
+
+/* A process of an mpirun with several ranks: its errors carry its rank, and
+ * a SIGTERM from mpirun leaves a line. */
+static void launcher_setup(void)
+{
+    if (mdf_runtime_launcher_size() <= 1) return;
+    launcher_rank = mdf_runtime_launcher_rank();
+    int n = snprintf(sigterm_text, sizeof sigterm_text, "mdflow: rank %d: stopped by a signal from mpirun (another "
+                     "rank ended first; see mpirun's message)\n", launcher_rank);
+    sigterm_len = n > 0 && (size_t)n < sizeof sigterm_text ? (size_t)n : strlen(sigterm_text);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Commands other than `mdflow run` with a pipeline have nothing to share
+ * between ranks: each rank would run the whole command, writing the same
+ * files at once. Refused on every rank. */
+static int refuse_under_launcher(const char *cmd)
+{
+    mdf_error err;
+    mdf_error_clear(&err);
+    mdf_error_set(&err, MDF_ERR_INVALID, "mdflow %s under mpirun (%d ranks): only mdflow run with a pipeline "
+                  "composition (relax | md) runs over MPI ranks: run mdflow %s without mpirun", cmd,
+                  mdf_runtime_launcher_size(), cmd);
+    return fail(&err);
+}
+
 int main(int argc, char **argv)
 {
     mdf_error err;
@@ -1313,6 +1442,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) return print_version();
+    launcher_setup();
+    if (launcher_rank >= 0 && strcmp(cmd, "run") != 0 && argc >= 2) return refuse_under_launcher(cmd);
     if (!strcmp(cmd, "plot")) return plot_command(argc - 1, argv + 1);
     /* MDFLOW_PLUGIN_PATH first, for every command: its entries are then
      * names like the built-ins'. */

@@ -618,6 +618,12 @@ int sched_command(int argc, char **argv, const char *default_workflow)
                            "or pass a workflow file", default_workflow);
     static mdf_workflow wf; /* large (paths): not on the stack */
     if (st == MDF_OK) st = wf_load(o.workflow, &wf, &err);
+    /* Its children trace one fused stage (mdflow run --sched-report): a pipeline's
+     * stages each have their own policy (placement: {STAGE: {sched: NAME}}). */
+    if (st == MDF_OK && wf.npipe > 1)
+        st = mdf_error_set(&err, MDF_ERR_INVALID, "%s:%d: mdflow sched compares policies on fused compositions: write "
+                           "the composition with '+', or give each pipeline stage its policy with placement: "
+                           "{STAGE: {sched: NAME}} and compare the runs' --pipe-report", o.workflow, wf.comp_line);
     if (st == MDF_OK) st = check_outputs(&o, &err);
     if (st == MDF_OK && o.gantt && !plot_have_gnuplot())
         st = mdf_error_set(&err, MDF_ERR_IO, "gnuplot is not installed (not on PATH), so the PNG charts cannot be "

@@ -651,19 +651,27 @@ static mdf_status parse_md_keys(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
     return st;
 }
 
+static mdf_status parse_stage_sampler(wf_ctx *c, const yaml_node_t *n, wf_stage *s);
+static mdf_status parse_stage_inbox(wf_ctx *c, const yaml_node_t *n, wf_stage *s);
+
 static mdf_status parse_stage(wf_ctx *c, const yaml_node_t *key, const yaml_node_t *n, wf_stage *s)
 {
     static const char *const keys[] = {"method", "fmax", "energy_change", "smax", "steps", "step_budget", "dt_fs",
-                                       "temperature_K", "entry_temperature_K", "params", "hooks", NULL};
+                                       "temperature_K", "entry_temperature_K", "params", "hooks", "sampler",
+                                       "inbox", NULL};
     const char *name = text_of(key);
-    if (!*name || strlen(name) >= sizeof s->name || strpbrk(name, "+ \t"))
-        return fail_at(c, key, MDF_ERR_INVALID, "stage name '%s' must be 1 to %zu characters without '+' or "
-                       "spaces: rename it, e.g. relax", name, sizeof s->name - 1);
+    /* The composition's punctuation cannot be part of a name. */
+    if (!*name || strlen(name) >= sizeof s->name || strpbrk(name, "+|() \t"))
+        return fail_at(c, key, MDF_ERR_INVALID, "stage name '%s' must be 1 to %zu characters without '+', '|', "
+                       "parentheses or spaces: rename it, e.g. relax", name, sizeof s->name - 1);
     mdf_stage_config_init(&s->cfg);
     snprintf(s->name, sizeof s->name, "%s", name);
     s->line = line_of(n);
     s->fmax = s->energy_change = s->smax = -1.0;
     s->steps = -1;
+    s->sampler.max_atoms = s->sampler.max_pairs = s->sampler.max_systems = -1; /* not given */
+    s->refill_interval = -1;
+    s->refill_fraction = -1.0;
     char section[128];
     snprintf(section, sizeof section, "stages.%s", name);
     mdf_status st = check_mapping(c, n, section, keys);
@@ -674,6 +682,8 @@ static mdf_status parse_stage(wf_ctx *c, const yaml_node_t *key, const yaml_node
     if (st == MDF_OK) st = parse_criteria(c, n, s);
     if (st == MDF_OK && (x = lookup(c, n, "params"))) st = parse_params(c, x, s);
     if (st == MDF_OK && (x = lookup(c, n, "hooks"))) st = parse_named_hooks(c, x, s);
+    if (st == MDF_OK && (x = lookup(c, n, "sampler"))) st = parse_stage_sampler(c, x, s);
+    if (st == MDF_OK && (x = lookup(c, n, "inbox"))) st = parse_stage_inbox(c, x, s);
     /* The library's own checks (e.g. fire2's dtmin <= dtmax), with this stage's line. */
     mdf_stage *probe = NULL;
     if (st == MDF_OK && mdf_stage_create(&s->cfg, &probe, c->err) != MDF_OK)
@@ -705,46 +715,360 @@ static int find_stage(const mdf_workflow *wf, const char *name)
     return -1;
 }
 
-static char *trim(char *s)
+/* The composition's grammar, '+' binding tighter than '|':
+ *   composition := term ('|' term)*          a pipeline of the terms (no '|': one term)
+ *   term        := factor ('+' factor)*      stages fused in order (mdf_fuse)
+ *   factor      := NAME | '(' NAME ('+' NAME)* ')'
+ * wf->comp lists the stages in order; wf->pipe_first splits it by '|'. */
+typedef struct comp_scan {
+    wf_ctx *c;
+    const yaml_node_t *n;
+    mdf_workflow *wf;
+    int depth;         /* inside '(' */
+    int want_name;     /* after the start, '+', '|' or '(': a stage name must come */
+} comp_scan;
+
+static mdf_status comp_error(comp_scan *cs, const char *what)
 {
-    while (*s == ' ' || *s == '\t') s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t')) *--e = '\0';
-    return s;
+    return fail_at(cs->c, cs->n, MDF_ERR_INVALID, "composition '%s' %s", text_of(cs->n), what);
 }
 
-/* "relax + md": stage names joined by '+', run (fused) in that order. */
+static mdf_status empty_term(comp_scan *cs)
+{
+    return comp_error(cs, "has an empty term: write stage names joined by '+' (fused into one stage) or '|' (a "
+                      "pipeline of stages), e.g. relax + md or relax | md");
+}
+
+static mdf_status comp_name(comp_scan *cs, const char *name)
+{
+    mdf_workflow *wf = cs->wf;
+    if (!cs->want_name)
+        return comp_error(cs, "has two stage names in a row: join them with '+' (fused) or '|' (a pipeline)");
+    cs->want_name = 0;
+    int k = find_stage(wf, name);
+    if (k < 0) {
+        char defined[WF_LIST_MAX] = "";
+        for (int j = 0; j < wf->nstages; j++) append(defined, sizeof defined, wf->stages[j].name);
+        return fail_at(cs->c, cs->n, MDF_ERR_INVALID, "composition names stage '%s', which is not defined: use one "
+                       "of the stages (%s)", name, defined);
+    }
+    for (int j = 0; j < wf->ncomp; j++)
+        if (wf->comp[j] == k)
+            return fail_at(cs->c, cs->n, MDF_ERR_INVALID, "composition names stage '%s' twice: define a second stage "
+                           "under another name", name);
+    if (wf->ncomp == WF_MAX_STAGES)
+        return fail_at(cs->c, cs->n, MDF_ERR_INVALID, "composition holds at most %d stages", WF_MAX_STAGES);
+    wf->comp[wf->ncomp++] = k;
+    return MDF_OK;
+}
+
+/* One character of punctuation: '(', ')', '+' or '|'. */
+static mdf_status comp_punct(comp_scan *cs, char ch)
+{
+    mdf_workflow *wf = cs->wf;
+    switch (ch) {
+    case '(':
+        if (cs->depth) return comp_error(cs, "nests parentheses: a group is stages joined by '+', e.g. (md1 + md2)");
+        if (!cs->want_name) return comp_error(cs, "has '(' right after a stage: put '+' or '|' before it");
+        cs->depth = 1;
+        return MDF_OK;
+    case ')':
+        if (!cs->depth) return comp_error(cs, "has unbalanced parentheses: a ')' closes no '(': remove it or add '('");
+        if (cs->want_name) return empty_term(cs);
+        cs->depth = 0;
+        return MDF_OK;
+    case '+':
+        if (cs->want_name) return empty_term(cs);
+        cs->want_name = 1;
+        return MDF_OK;
+    default: /* '|' */
+        if (cs->depth)
+            return comp_error(cs, "has '|' inside parentheses: parentheses group stages fused with '+', e.g. "
+                              "(relax + md1) | md2");
+        if (cs->want_name) return empty_term(cs);
+        if (wf->npipe == WF_MAX_STAGES)
+            return comp_error(cs, "has too many '|': a pipeline holds at most 8 stages");
+        wf->pipe_first[++wf->npipe] = wf->ncomp;
+        cs->want_name = 1;
+        return MDF_OK;
+    }
+}
+
 static mdf_status parse_composition(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 {
     char text[1024];
     mdf_status st = get_string(c, n, "composition", "relax + md", text, sizeof text);
     if (st != MDF_OK) return st;
     wf->comp_line = line_of(n);
-    char defined[WF_LIST_MAX] = "";
-    for (int k = 0; k < wf->nstages; k++) append(defined, sizeof defined, wf->stages[k].name);
-    char *save = NULL;
-    for (char *tok = strtok_r(text, "+", &save); tok; tok = strtok_r(NULL, "+", &save)) {
-        char *name = trim(tok);
-        if (!*name) break;
-        int k = find_stage(wf, name);
-        if (k < 0)
-            return fail_at(c, n, MDF_ERR_INVALID, "composition names stage '%s', which is not defined: use one of "
-                           "the stages (%s)", name, defined);
-        for (int j = 0; j < wf->ncomp; j++)
-            if (wf->comp[j] == k)
-                return fail_at(c, n, MDF_ERR_INVALID, "composition names stage '%s' twice: define a second stage "
-                               "under another name", name);
-        if (wf->ncomp == WF_MAX_STAGES)
-            return fail_at(c, n, MDF_ERR_INVALID, "composition fuses at most %d stages", WF_MAX_STAGES);
-        wf->comp[wf->ncomp++] = k;
+    comp_scan cs = {.c = c, .n = n, .wf = wf, .depth = 0, .want_name = 1};
+    wf->npipe = 0;
+    wf->pipe_first[0] = 0;
+    for (char *p = text; st == MDF_OK && *p;) {
+        if (*p == ' ' || *p == '\t') {
+            p++;
+        } else if (strchr("()+|", *p)) {
+            st = comp_punct(&cs, *p++);
+        } else {
+            char *end = p + strcspn(p, "()+| \t");
+            char save = *end;
+            *end = '\0';
+            st = comp_name(&cs, p);
+            *end = save;
+            p = end;
+        }
     }
-    /* An empty term: "relax +", "+ md" or "relax ++ md". */
-    size_t plus = 0;
-    for (const char *t = text_of(n); *t; t++) plus += *t == '+';
-    if (wf->ncomp == 0 || plus + 1 != (size_t)wf->ncomp)
-        return fail_at(c, n, MDF_ERR_INVALID, "composition '%s' has an empty term: write stage names joined by "
-                       "'+', e.g. relax + md", text_of(n));
+    if (st == MDF_OK && cs.depth)
+        st = comp_error(&cs, "has unbalanced parentheses: a '(' is never closed: add ')'");
+    if (st == MDF_OK && cs.want_name) st = empty_term(&cs);
+    if (st == MDF_OK) wf->pipe_first[++wf->npipe] = wf->ncomp;
+    return st;
+}
+
+/* ---- pipelines: per-stage budgets and inboxes, placement ---------------------------------- */
+
+static mdf_status fail_line(wf_ctx *c, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static mdf_status fail_line(wf_ctx *c, int line, const char *fmt, ...)
+{
+    char msg[MDF_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mdf_error_set(c->err, MDF_ERR_INVALID, "%s:%d: %s", c->file, line, msg);
+}
+
+/* The entry of stage k in the composition, or -1. */
+static int comp_index(const mdf_workflow *wf, int k)
+{
+    for (int j = 0; j < wf->ncomp; j++)
+        if (wf->comp[j] == k) return j;
+    return -1;
+}
+
+/* The pipeline keys: stages.NAME.sampler, stages.NAME.inbox, placement.NAME. */
+typedef enum pipe_key { PIPE_SAMPLER, PIPE_INBOX, PIPE_PLACEMENT } pipe_key;
+
+/* Where a pipeline key of stage k may stand: k begins a pipeline stage of a
+ * composition with '|' (an inbox: not the first). The error says where to
+ * put it instead. */
+static mdf_status pipe_key_place(wf_ctx *c, const mdf_workflow *wf, int k, int line, const char *key, pipe_key kind)
+{
+    static const char *const what[] = {"sampler", "inbox", "placement"};
+    const char *name = wf->stages[k].name;
+    char comp[512];
+    wf_composition_text(wf, comp, sizeof comp);
+    if (wf->npipe <= 1)
+        return fail_line(c, line, "%s is for pipeline compositions ('relax | md'), and composition '%s' has no '|': "
+                         "remove it%s, or compose the stages with '|'", key, comp,
+                         kind == PIPE_SAMPLER ? " (the top-level sampler: budgets a fused run)" : "");
+    int j = comp_index(wf, k);
+    if (j < 0)
+        return fail_line(c, line, "%s: stage '%s' is not in composition '%s': remove it, or add the stage to the "
+                         "composition", key, name, comp);
+    int g = wf_pipe_of(wf, j);
+    if (wf->pipe_first[g] != j) {
+        char group[WF_NAME_MAX * WF_MAX_STAGES];
+        wf_pipe_name(wf, g, group, sizeof group);
+        const char *first = wf->stages[wf->comp[wf->pipe_first[g]]].name;
+        return fail_line(c, line, "%s: stage '%s' is fused after stage '%s' in pipeline stage %s: a pipeline stage's "
+                         "%s goes on its first stage: move it to %s%s", key, name, first, group, what[kind],
+                         kind == PIPE_PLACEMENT ? "placement." : "stages.", first);
+    }
+    if (g == 0 && kind == PIPE_INBOX) {
+        const char *second = wf->stages[wf->comp[wf->pipe_first[1]]].name;
+        return fail_line(c, line, "%s: stage '%s' begins the pipeline and has no inbox (its systems come from the "
+                         "input): remove it, or give the next pipeline stage one (stages.%s.inbox)", key, name,
+                         second);
+    }
     return MDF_OK;
+}
+
+/* stages.NAME.sampler: {max_atoms, max_pairs, max_systems, refill_interval,
+ * refill_fraction}, each optional (-1: the top-level sampler's value). */
+static mdf_status parse_stage_sampler(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
+{
+    static const char *const keys[] = {"max_atoms", "max_pairs", "max_systems", "refill_interval", "refill_fraction",
+                                       NULL};
+    char section[128], what[192];
+    snprintf(section, sizeof section, "stages.%s.sampler", s->name);
+    mdf_status st = check_mapping(c, n, section, keys);
+    s->sampler_line = line_of(n);
+    yaml_node_t *x;
+    if (st == MDF_OK && (x = lookup(c, n, "max_atoms"))) {
+        snprintf(what, sizeof what, "%s.max_atoms", section);
+        st = get_int64(c, x, what, 1, (int64_t)1 << 26, &s->sampler.max_atoms);
+    }
+    if (st == MDF_OK && (x = lookup(c, n, "max_pairs"))) {
+        snprintf(what, sizeof what, "%s.max_pairs", section);
+        st = get_int64(c, x, what, 0, INT64_MAX, &s->sampler.max_pairs);
+    }
+    if (st == MDF_OK && (x = lookup(c, n, "max_systems"))) {
+        snprintf(what, sizeof what, "%s.max_systems", section);
+        st = get_int64(c, x, what, 0, INT64_MAX, &s->sampler.max_systems);
+    }
+    if (st == MDF_OK && (x = lookup(c, n, "refill_interval"))) {
+        snprintf(what, sizeof what, "%s.refill_interval", section);
+        st = get_int64(c, x, what, 1, INT64_MAX, &s->refill_interval);
+    }
+    if (st == MDF_OK && (x = lookup(c, n, "refill_fraction"))) {
+        snprintf(what, sizeof what, "%s.refill_fraction", section);
+        st = get_double(c, x, what, &(wf_range){0.0, 1.0, CLOSED, CLOSED, "of the atom budget"}, &s->refill_fraction);
+    }
+    return st;
+}
+
+/* stages.NAME.inbox: {systems: N, atoms: N}: the capacity of the pipeline
+ * stage's inbox (systems handed on, not yet in its batch). */
+static mdf_status parse_stage_inbox(wf_ctx *c, const yaml_node_t *n, wf_stage *s)
+{
+    static const char *const keys[] = {"systems", "atoms", NULL};
+    char section[128], what[192];
+    snprintf(section, sizeof section, "stages.%s.inbox", s->name);
+    mdf_status st = check_mapping(c, n, section, keys);
+    s->inbox_line = line_of(n);
+    yaml_node_t *x;
+    if (st == MDF_OK && (x = lookup(c, n, "systems"))) {
+        snprintf(what, sizeof what, "%s.systems", section);
+        st = get_int64(c, x, what, 1, INT64_MAX, &s->inbox_systems);
+    }
+    if (st == MDF_OK && (x = lookup(c, n, "atoms"))) {
+        snprintf(what, sizeof what, "%s.atoms", section);
+        st = get_int64(c, x, what, 1, INT64_MAX, &s->inbox_atoms);
+    }
+    if (st == MDF_OK && !lookup(c, n, "systems") && !lookup(c, n, "atoms"))
+        st = fail_at(c, n, MDF_ERR_INVALID, "%s is empty: give systems, atoms or both, e.g. {systems: 4, atoms: 2000}",
+                     section);
+    return st;
+}
+
+/* Pipeline stage g's budget: the top-level sampler, with what its first
+ * stage's sampler: names instead. */
+static void resolve_budget(mdf_workflow *wf, int g)
+{
+    const wf_stage *s = &wf->stages[wf->comp[wf->pipe_first[g]]];
+    wf_pipe_stage *p = &wf->pipe[g];
+    p->budget = wf->sampler;
+    p->refill_interval = wf->refill_interval;
+    p->refill_fraction = wf->refill_fraction;
+    p->budget_line = wf->sampler_line;
+    if (!s->sampler_line) return;
+    p->budget_line = s->sampler_line;
+    if (s->sampler.max_atoms >= 0) p->budget.max_atoms = s->sampler.max_atoms;
+    if (s->sampler.max_pairs >= 0) p->budget.max_pairs = s->sampler.max_pairs;
+    if (s->sampler.max_systems >= 0) p->budget.max_systems = s->sampler.max_systems;
+    if (s->refill_interval >= 0) p->refill_interval = s->refill_interval;
+    if (s->refill_fraction >= 0.0) p->refill_fraction = s->refill_fraction;
+}
+
+/* After the composition and the top-level sampler: each stage's sampler:
+ * and inbox: where they may stand, and each pipeline stage's settings. */
+static mdf_status resolve_pipeline(wf_ctx *c, mdf_workflow *wf)
+{
+    for (int k = 0; k < wf->nstages; k++) {
+        const wf_stage *s = &wf->stages[k];
+        char key[WF_NAME_MAX + 32];
+        mdf_status st = MDF_OK;
+        if (s->sampler_line) {
+            snprintf(key, sizeof key, "stages.%s.sampler", s->name);
+            st = pipe_key_place(c, wf, k, s->sampler_line, key, PIPE_SAMPLER);
+        }
+        if (st == MDF_OK && s->inbox_line) {
+            snprintf(key, sizeof key, "stages.%s.inbox", s->name);
+            st = pipe_key_place(c, wf, k, s->inbox_line, key, PIPE_INBOX);
+        }
+        if (st != MDF_OK) return st;
+    }
+    for (int g = 0; g < wf->npipe; g++) {
+        wf_pipe_stage *p = &wf->pipe[g];
+        const wf_stage *s = &wf->stages[wf->comp[wf->pipe_first[g]]];
+        resolve_budget(wf, g);
+        p->inbox_systems = s->inbox_systems;
+        p->inbox_atoms = s->inbox_atoms;
+        p->inbox_line = s->inbox_line;
+    }
+    return MDF_OK;
+}
+
+/* placement.NAME.ranks: [R, ...]: distinct ranks >= 0. */
+static mdf_status parse_ranks(wf_ctx *c, const yaml_node_t *n, const char *what, wf_pipe_stage *p)
+{
+    if (n->type != YAML_SEQUENCE_NODE || n->data.sequence.items.start == n->data.sequence.items.top)
+        return fail_at(c, n, MDF_ERR_INVALID, "%s must be a non-empty list of MPI ranks: write e.g. [1, 2]", what);
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+        yaml_node_t *e = node_at(c, *it);
+        if (p->nranks == MDF_PIPE_MAX_RANKS)
+            return fail_at(c, e, MDF_ERR_INVALID, "%s lists more than %d ranks: a pipeline stage runs on at most %d",
+                           what, MDF_PIPE_MAX_RANKS, MDF_PIPE_MAX_RANKS);
+        int r = 0;
+        mdf_status st = get_int(c, e, what, 0, MDF_PIPE_MAX_RANKS - 1, &r);
+        if (st != MDF_OK) return st;
+        for (int j = 0; j < p->nranks; j++)
+            if (p->ranks[j] == r)
+                return fail_at(c, e, MDF_ERR_INVALID, "%s lists rank %d twice: keep one", what, r);
+        p->ranks[p->nranks++] = r;
+    }
+    return MDF_OK;
+}
+
+/* placement.NAME: {cpus, cuda, sched, ranks}. */
+static mdf_status parse_place(wf_ctx *c, const yaml_node_t *n, const char *name, wf_pipe_stage *p)
+{
+    static const char *const keys[] = {"cpus", "cuda", "sched", "ranks", NULL};
+    char section[128], what[192];
+    snprintf(section, sizeof section, "placement.%s", name);
+    mdf_status st = check_mapping(c, n, section, keys);
+    yaml_node_t *x;
+    p->placement_line = line_of(n);
+    if (st == MDF_OK && (x = lookup(c, n, "cpus"))) {
+        snprintf(what, sizeof what, "%s.cpus", section);
+        st = get_int(c, x, what, 0, 4096, &p->ncpus);
+    }
+    if (st == MDF_OK && (x = lookup(c, n, "cuda"))) {
+        snprintf(what, sizeof what, "%s.cuda", section);
+        st = get_int(c, x, what, 0, 64, &p->ncuda);
+    }
+    if (st == MDF_OK && (x = lookup(c, n, "sched"))) {
+        snprintf(what, sizeof what, "%s.sched", section);
+        st = get_string(c, x, what, "dmda (or eager, lws, ...)", p->sched, sizeof p->sched);
+        if (st == MDF_OK && mdf_runtime_check_sched(p->sched, what, c->err) != MDF_OK) {
+            char msg[sizeof c->err->message];
+            snprintf(msg, sizeof msg, "%s", c->err->message);
+            st = fail_at(c, x, MDF_ERR_INVALID, "%s", msg);
+        }
+    }
+    if (st == MDF_OK && (x = lookup(c, n, "ranks"))) {
+        snprintf(what, sizeof what, "%s.ranks", section);
+        st = parse_ranks(c, x, what, p);
+    }
+    return st;
+}
+
+/* placement: {STAGE: {cpus: N, cuda: N, sched: NAME, ranks: [R, ...]}}: where
+ * each pipeline stage runs, by the name of its first stage. */
+static mdf_status parse_placement(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
+{
+    mdf_status st = check_mapping(c, n, "placement", NULL);
+    wf->placement_line = line_of(n);
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; st == MDF_OK && p < n->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = node_at(c, p->key);
+        int s = find_stage(wf, text_of(k));
+        if (s < 0) {
+            char defined[WF_LIST_MAX] = "";
+            for (int j = 0; j < wf->nstages; j++) append(defined, sizeof defined, wf->stages[j].name);
+            return fail_at(c, k, MDF_ERR_INVALID, "placement names stage '%s', which is not defined: use one of the "
+                           "stages (%s)", text_of(k), defined);
+        }
+        char key[WF_NAME_MAX + 16];
+        snprintf(key, sizeof key, "placement.%s", text_of(k));
+        st = pipe_key_place(c, wf, s, line_of(k), key, PIPE_PLACEMENT);
+        if (st == MDF_OK) st = parse_place(c, node_at(c, p->value), text_of(k), &wf->pipe[wf_pipe_of(wf, comp_index(wf, s))]);
+    }
+    return st;
 }
 
 /* ---- sampler, output, hooks, scheduler -------------------------------------------------- */
@@ -954,6 +1278,7 @@ static void workflow_defaults(mdf_workflow *wf)
     wf->hooks.max_force = -1.0;
     wf->hooks.drift_warn = -1.0;
     wf->ncpus = wf->ncuda = -1;
+    for (int g = 0; g < WF_MAX_STAGES; g++) wf->pipe[g].ncpus = wf->pipe[g].ncuda = -1;
     wf->window = 8;
     wf->max_steps = WF_DEFAULT_MAX_STEPS;
     wf->seed = 1;
@@ -962,7 +1287,7 @@ static void workflow_defaults(mdf_workflow *wf)
 static mdf_status parse_root(wf_ctx *c, const yaml_node_t *root, mdf_workflow *wf)
 {
     static const char *const keys[] = {"input", "plugins", "model", "stages", "composition", "sampler", "output",
-                                       "hooks", "scheduler", "max_steps", "seed", "checkpoint", NULL};
+                                       "hooks", "scheduler", "max_steps", "seed", "checkpoint", "placement", NULL};
     mdf_status st = check_mapping(c, root, "the workflow", keys);
     yaml_node_t *x;
     /* Plugins first: their models, methods and hooks are names below. */
@@ -976,11 +1301,17 @@ static mdf_status parse_root(wf_ctx *c, const yaml_node_t *root, mdf_workflow *w
         st = missing(c, root, "stages", "the workflow", "stages: {relax: {method: fire, fmax: 0.05}}");
     if (st == MDF_OK) st = parse_stages(c, x, wf);
     if (st == MDF_OK && (x = lookup(c, root, "composition"))) st = parse_composition(c, x, wf);
-    else if (st == MDF_OK && wf->nstages == 1) wf->ncomp = 1; /* one stage: it is the composition */
-    else if (st == MDF_OK) st = missing(c, root, "composition", "a workflow with several stages", "composition: relax + md");
+    else if (st == MDF_OK && wf->nstages == 1) { /* one stage: it is the composition */
+        wf->ncomp = 1;
+        wf->npipe = 1;
+        wf->pipe_first[1] = 1;
+    } else if (st == MDF_OK) st = missing(c, root, "composition", "a workflow with several stages", "composition: relax + md");
     if (st == MDF_OK && !(x = lookup(c, root, "sampler")))
         st = missing(c, root, "sampler", "the workflow", "sampler: {max_atoms: 20000}");
     if (st == MDF_OK) st = parse_sampler(c, x, wf);
+    /* Pipeline stages: their budgets come from the sampler, their keys are checked against the composition. */
+    if (st == MDF_OK) st = resolve_pipeline(c, wf);
+    if (st == MDF_OK && (x = lookup(c, root, "placement"))) st = parse_placement(c, x, wf);
     if (st == MDF_OK && (x = lookup(c, root, "output"))) st = parse_output(c, x, wf);
     if (st == MDF_OK && (x = lookup(c, root, "hooks"))) st = parse_hooks(c, x, wf);
     if (st == MDF_OK && (x = lookup(c, root, "scheduler"))) st = parse_scheduler(c, x, wf);
@@ -1057,13 +1388,50 @@ mdf_status wf_load(const char *path, mdf_workflow *wf, mdf_error *err)
     return st;
 }
 
+int wf_pipe_of(const mdf_workflow *wf, int k)
+{
+    for (int g = 0; g + 1 < wf->npipe; g++)
+        if (k < wf->pipe_first[g + 1]) return g;
+    return wf->npipe > 0 ? wf->npipe - 1 : 0;
+}
+
+void wf_pipe_name(const mdf_workflow *wf, int g, char *out, size_t size)
+{
+    out[0] = '\0';
+    for (int k = wf->pipe_first[g]; k < wf->pipe_first[g + 1]; k++) {
+        size_t len = strlen(out);
+        snprintf(out + len, size - len, "%s%s", k > wf->pipe_first[g] ? "+" : "", wf->stages[wf->comp[k]].name);
+    }
+}
+
 void wf_composition_text(const mdf_workflow *wf, char *out, size_t size)
 {
     out[0] = '\0';
+    int pipeline = wf->npipe > 1;
     for (int k = 0; k < wf->ncomp; k++) {
+        int g = wf_pipe_of(wf, k);
+        int group = pipeline && wf->pipe_first[g + 1] - wf->pipe_first[g] > 1; /* a fused group in a pipeline */
+        const char *sep = k == 0 ? "" : k == wf->pipe_first[g] ? " | " : " + ";
         size_t len = strlen(out);
-        snprintf(out + len, size - len, "%s%s", k ? " + " : "", wf->stages[wf->comp[k]].name);
+        snprintf(out + len, size - len, "%s%s%s%s", sep, group && k == wf->pipe_first[g] ? "(" : "",
+                 wf->stages[wf->comp[k]].name, group && k == wf->pipe_first[g + 1] - 1 ? ")" : "");
     }
+}
+
+/* Where path's extension begins (its last '.' after the last '/', not the
+ * first character of the file name), or its end. */
+static size_t stem_length(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path)) return strlen(path);
+    return (size_t)(dot - path);
+}
+
+void wf_rank_path(const char *path, int rank, char *out, size_t size)
+{
+    size_t stem = stem_length(path);
+    snprintf(out, size, "%.*s.r%d%s", (int)stem, path, rank, path + stem);
 }
 
 void wf_log_path(const mdf_workflow *wf, int k, char *out, size_t size)
@@ -1076,10 +1444,6 @@ void wf_log_path(const mdf_workflow *wf, int k, char *out, size_t size)
         snprintf(out, size, "%s", wf->log);
         return;
     }
-    const char *name = wf->stages[wf->comp[k]].name;
-    const char *slash = strrchr(wf->log, '/');
-    const char *dot = strrchr(wf->log, '.');
-    if (!dot || (slash && dot < slash) || dot == (slash ? slash + 1 : wf->log))
-        snprintf(out, size, "%s.%s", wf->log, name);
-    else snprintf(out, size, "%.*s.%s%s", (int)(dot - wf->log), wf->log, name, dot);
+    size_t stem = stem_length(wf->log);
+    snprintf(out, size, "%.*s.%s%s", (int)stem, wf->log, wf->stages[wf->comp[k]].name, wf->log + stem);
 }

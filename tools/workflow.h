@@ -4,7 +4,12 @@
  * dataset, the model, named stages with their parameters, how they are
  * composed (`relax + md` fuses them with mdf_fuse), the sampler's budgets for
  * inflight batching, the outputs, the hooks and the scheduler. Every key is
- * documented in examples/relax_md.yaml.
+ * documented in examples/relax_md.yaml. A composition with '|' is a
+ * pipeline (mdflow/pipe.h): `relax | md` runs each term as a pipeline stage
+ * of its own (its own batch, sampler and step loop, on its own workers or
+ * MPI ranks); `+` binds tighter (`(relax + md1) | md2`). Its stages' first
+ * entries may carry a budget and an inbox of their own (stages.NAME.sampler,
+ * stages.NAME.inbox), and the top-level `placement:` places them.
  *
  * Its `plugins:` are loaded first (mdf_plugin_load, paths relative to the
  * workflow's folder), so a plugin's model, methods and hooks are names like
@@ -51,7 +56,33 @@ typedef struct wf_stage {
     double energy_change;
     double smax;               /* GPa: stress within smax of the target pressure; < 0: not used */
     int64_t steps;
+    /* Pipeline keys, checked against the composition once it is read:
+     * sampler: {...} overrides the top-level sampler's values it names
+     * (-1: not given), inbox: {systems, atoms} (0: the library's default). */
+    int sampler_line;          /* 0: no stages.NAME.sampler */
+    mdf_sampler_config sampler;
+    int64_t refill_interval;
+    double refill_fraction;
+    int inbox_line;            /* 0: no stages.NAME.inbox */
+    int64_t inbox_systems, inbox_atoms;
 } wf_stage;
+
+/* One pipeline stage (a term of a composition with '|'): what
+ * mdf_pipe_stage_config gets, resolved from the top-level sampler, its first
+ * stage's sampler:/inbox: and placement:. */
+typedef struct wf_pipe_stage {
+    mdf_sampler_config budget;     /* pair_cutoff: set by wf_run from the model */
+    int64_t refill_interval;
+    double refill_fraction;
+    int budget_line;               /* where its budget comes from (its sampler: or the top-level one) */
+    int64_t inbox_systems, inbox_atoms; /* 0: the library's default (no limit in systems, the budget's atoms) */
+    int inbox_line;                /* 0: none given */
+    int ncpus, ncuda;              /* -1: the library's default */
+    char sched[WF_NAME_MAX];       /* "" : the process's policy */
+    int nranks;                    /* 0: the default placement over ranks */
+    int ranks[MDF_PIPE_MAX_RANKS];
+    int placement_line;            /* 0: no placement entry */
+} wf_pipe_stage;
 
 /* `hooks:`, added to every stage of the composition. */
 typedef struct wf_hooks {
@@ -77,6 +108,13 @@ typedef struct mdf_workflow {
     int ncomp;
     int comp[WF_MAX_STAGES];       /* indices into stages, in run order */
     int comp_line;
+    /* the pipeline: terms of the composition split by '|'; pipeline stage g
+     * fuses comp[pipe_first[g]] .. comp[pipe_first[g + 1] - 1]. Without '|':
+     * npipe 1, the whole composition fused as before. */
+    int npipe;
+    int pipe_first[WF_MAX_STAGES + 1];
+    wf_pipe_stage pipe[WF_MAX_STAGES];
+    int placement_line;            /* 0: no placement: */
     /* inflight batching */
     mdf_sampler_config sampler;    /* pair_cutoff: set by wf_run from the model (with max_pairs) */
     int64_t refill_interval;
@@ -113,13 +151,27 @@ typedef struct mdf_workflow {
                                     * another on static batches, no fusion, no refill */
     const char *sched_report;      /* `mdflow run --sched-report FILE` (hidden, mdflow sched's
                                     * children): trace the tasks, write FILE (tools/sched.h) */
+    const char *pipe_report;       /* `mdflow run --pipe-report FILE.json`: the pipeline's report */
+    int mpi;                       /* set by `mdflow run` under an MPI launcher: the pipeline's
+                                    * stages on ranks (StarPU-MPI) */
 } mdf_workflow;
 
 /* Reads and checks the workflow file at path into wf. */
 mdf_status wf_load(const char *path, mdf_workflow *wf, mdf_error *err);
 
-/* "relax + md": the composition as written, for messages. */
+/* "relax + md", "relax | (md1 + md2)": the composition, for messages. */
 void wf_composition_text(const mdf_workflow *wf, char *out, size_t size);
+
+/* Pipeline stage g's name: its stage's, or its stages' joined by '+'
+ * ("relax+md1"), as reports and checkpoint files name it. */
+void wf_pipe_name(const mdf_workflow *wf, int g, char *out, size_t size);
+
+/* The pipeline stage (index into pipe) of composition entry k. */
+int wf_pipe_of(const mdf_workflow *wf, int k);
+
+/* path with ".rRANK" before its extension (run.md.csv -> run.md.r1.csv,
+ * traj_{id}.h5md -> traj_{id}.r1.h5md): a file of one MPI rank. */
+void wf_rank_path(const char *path, int rank, char *out, size_t size);
 
 /* The CSV log of composition entry k: the `output.log` path, or with the
  * stage's name before the extension when the composition has several stages
@@ -141,7 +193,10 @@ int wf_hdf5_kind(const char *path);
 mdf_status wf_run(const mdf_workflow *wf, mdf_error *err);
 
 /* For --check: reads the input and checks that the model has parameters for
- * each of its elements (what wf_run checks first), running nothing. */
-mdf_status wf_check_input(const mdf_workflow *wf, mdf_error *err);
+ * each of its elements (what wf_run checks first), running nothing. A
+ * pipeline is also checked as wf_run checks it before any work (every
+ * system against every stage's budget and inbox, the placement against
+ * nranks ranks), without StarPU. */
+mdf_status wf_check_input(const mdf_workflow *wf, int nranks, mdf_error *err);
 
 #endif
