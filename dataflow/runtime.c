@@ -14,6 +14,14 @@
 
 /* Set once by mdf_runtime_start, read after: StarPU-MPI's own state. */
 static int mpi_started, mpi_rank, mpi_size = 1;
+#ifdef MDF_HAVE_MPI
+/* Driver mode's keep-alive: a receive from this rank to itself, posted at
+ * start and matched at stop (see start_starpu). */
+#define MDF_KEEPALIVE_TAG ((starpu_mpi_tag_t)0x4d44460000000000LL - 1)
+static int driver_mode;
+static long keepalive_in, keepalive_out;
+static starpu_data_handle_t keepalive_recv, keepalive_send;
+#endif
 
 void mdf_runtime_config_init(mdf_runtime_config *cfg)
 {
@@ -61,6 +69,55 @@ void mdf_runtime_versions(mdf_runtime_versions_info *v)
 #endif
 }
 
+/* StarPU alone, or StarPU with StarPU-MPI (MPI_Init on MPI_COMM_WORLD).
+ *
+ * StarPU-MPI's progression thread tests its requests in a loop for as long
+ * as a receive is posted, and a pipeline keeps one posted per peer: beside
+ * the worker of a rank bound to one core (mpirun binds each rank to a core)
+ * it took half of that core, and md on one rank ran 2x slower than on a
+ * context of one CPU in one process. StarPU-MPI's driver mode
+ * (STARPU_MPI_DRIVER_CALL_FREQUENCY, set to 1 here unless the environment
+ * sets it) makes that thread run CPU worker 0 itself, one task between two
+ * rounds of MPI tests: nothing polls beside the workers. But StarPU 1.3's
+ * progression thread sleeps whenever no receive is posted, and worker 0's
+ * tasks then never run: a receive from the rank to itself stays posted from
+ * here to mdf_runtime_stop, which matches it. starpu_mpi_init_conf starts
+ * StarPU too, and starpu_mpi_shutdown stops it. */
+static int start_starpu(struct starpu_conf *conf, int mpi, mdf_error *err)
+{
+    if (!mpi) return starpu_init(conf);
+#ifdef MDF_HAVE_MPI
+    setenv("STARPU_MPI_DRIVER_CALL_FREQUENCY", "1", 0);
+    setenv("STARPU_MPI_DRIVER_TASK_FREQUENCY", "1", 0);
+    const char *freq = getenv("STARPU_MPI_DRIVER_CALL_FREQUENCY");
+    driver_mode = freq && atoi(freq) > 0;
+    int ret = driver_mode ? starpu_mpi_init_conf(NULL, NULL, 1, MPI_COMM_WORLD, conf) : starpu_init(conf);
+    if (ret == 0 && !driver_mode) {
+        ret = starpu_mpi_init_comm(NULL, NULL, 1, MPI_COMM_WORLD);
+        if (ret != 0) starpu_shutdown();
+    }
+    if (ret != 0) {
+        if (ret != -ENODEV) mdf_error_set(err, MDF_ERR_STARPU, "StarPU-MPI failed to start (error %d)", ret);
+        return ret;
+    }
+    starpu_mpi_comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    starpu_mpi_comm_size(MPI_COMM_WORLD, &mpi_size);
+    mpi_started = 1;
+    if (driver_mode) {
+        starpu_variable_data_register(&keepalive_recv, STARPU_MAIN_RAM, (uintptr_t)&keepalive_in, sizeof keepalive_in);
+        starpu_variable_data_register(&keepalive_send, STARPU_MAIN_RAM, (uintptr_t)&keepalive_out,
+                                      sizeof keepalive_out);
+        starpu_mpi_irecv_detached(keepalive_recv, mpi_rank, MDF_KEEPALIVE_TAG, MPI_COMM_WORLD, NULL, NULL);
+    }
+    return 0;
+#else
+    (void)conf;
+    mdf_error_set(err, MDF_ERR_INVALID, "mdflow was built without StarPU-MPI: install libopenmpi-dev and rebuild "
+                  "(scripts/build.sh), or run without mpirun");
+    return -EINVAL;
+#endif
+}
+
 mdf_status mdf_runtime_start(const mdf_runtime_config *cfg_in, mdf_error *err)
 {
     mdf_runtime_config cfg;
@@ -78,39 +135,33 @@ mdf_status mdf_runtime_start(const mdf_runtime_config *cfg_in, mdf_error *err)
     if (cfg.ncpus >= 0 && !getenv("STARPU_NCPU") && !getenv("STARPU_NCPUS")) conf.ncpus = cfg.ncpus;
     if (cfg.ncuda >= 0 && !getenv("STARPU_NCUDA")) conf.ncuda = cfg.ncuda;
     if (cfg.sched && !getenv("STARPU_SCHED")) conf.sched_policy_name = cfg.sched;
-    int ret = starpu_init(&conf);
+    int ret = start_starpu(&conf, cfg.mpi, err);
     if (ret == -ENODEV)
         return mdf_error_set(err, MDF_ERR_STARPU, "StarPU found no worker: check STARPU_NCPU/STARPU_NCUDA");
-    if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "StarPU failed to start (error %d)", ret);
+    if (ret != 0) return err && err->code ? err->code : mdf_error_set(err, MDF_ERR_STARPU, "StarPU failed to start "
+                                                                      "(error %d)", ret);
     if (cfg.profiling) starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
-    if (cfg.mpi) {
-#ifdef MDF_HAVE_MPI
-        /* After starpu_init: StarPU-MPI then reserves no core of its own. */
-        ret = starpu_mpi_init_comm(NULL, NULL, 1, MPI_COMM_WORLD);
-        if (ret != 0) {
-            starpu_shutdown();
-            return mdf_error_set(err, MDF_ERR_STARPU, "StarPU-MPI failed to start (error %d)", ret);
-        }
-        starpu_mpi_comm_rank(MPI_COMM_WORLD, &mpi_rank);
-        starpu_mpi_comm_size(MPI_COMM_WORLD, &mpi_size);
-        mpi_started = 1;
-#else
-        starpu_shutdown();
-        return mdf_error_set(err, MDF_ERR_INVALID, "mdflow was built without StarPU-MPI: install libopenmpi-dev "
-                             "and rebuild (scripts/build.sh), or run without mpirun");
-#endif
-    }
     return MDF_OK;
 }
 
 void mdf_runtime_stop(void)
 {
 #ifdef MDF_HAVE_MPI
-    if (mpi_started) starpu_mpi_shutdown();
+    if (mpi_started) {
+        if (driver_mode) {
+            starpu_mpi_isend_detached(keepalive_send, mpi_rank, MDF_KEEPALIVE_TAG, MPI_COMM_WORLD, NULL, NULL);
+            starpu_mpi_wait_for_all(MPI_COMM_WORLD);
+            starpu_data_unregister(keepalive_recv);
+            starpu_data_unregister(keepalive_send);
+        }
+        starpu_mpi_shutdown();
+        if (!driver_mode) starpu_shutdown(); /* started apart from StarPU-MPI (starpu_mpi_init_comm) */
+        mpi_started = driver_mode = 0;
+        mpi_rank = 0;
+        mpi_size = 1;
+        return;
+    }
 #endif
-    mpi_started = 0;
-    mpi_rank = 0;
-    mpi_size = 1;
     starpu_shutdown();
 }
 

@@ -296,6 +296,11 @@ int64_t mdf_inflight_pending_atoms(const mdf_inflight *in)
     return n;
 }
 
+int mdf_inflight_downstream_idle(const mdf_inflight *in)
+{
+    return in->ports && in->ports->downstream_idle && in->ports->downstream_idle(in->ports->user);
+}
+
 int mdf_inflight_inbox_pressing(const mdf_inflight *in)
 {
     return in->ports && in->ports->inbox_pressing && in->ports->inbox_pressing(in->ports->user);

@@ -37,6 +37,9 @@ typedef struct mdf_stage_ports {
     int64_t (*pending_atoms)(void *user);
     /* 1 when the inbox holds half its capacity or more (refill soon). */
     int (*inbox_pressing)(void *user);
+    /* 1 when the next stage has nothing waiting for it (its inbox is empty):
+     * finished systems are worth handing on at once. */
+    int (*downstream_idle)(void *user);
     /* After each refill pass: finished systems kept in the batch for lack of room. */
     void (*held)(void *user, int64_t n);
     /* The pipeline's shape as this stage sees it (stage, rank, instances...):
@@ -75,6 +78,8 @@ int64_t mdf_inflight_held(const mdf_inflight *in);
 int64_t mdf_inflight_pending_atoms(const mdf_inflight *in);
 /* 1 when held systems could now be sent on. */
 int mdf_inflight_room_for_held(const mdf_inflight *in);
+/* 1 when the next stage's inbox is empty (NULL ports: 0). */
+int mdf_inflight_downstream_idle(const mdf_inflight *in);
 /* 1 when the stage's inbox is half full or more. */
 int mdf_inflight_inbox_pressing(const mdf_inflight *in);
 /* Non-zero once the pipeline stopped (err says why); 0 without ports. */

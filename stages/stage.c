@@ -987,6 +987,10 @@ static int worth_refilling(stage_run *r)
     if (worth) return 1;
     double enough = mdf_inflight_fraction(r->in) * (double)budget;
     if (gone > 0 && (double)gone >= enough) return 1;
+    /* A pipeline stage whose next stage has nothing waiting: hand over at
+     * once what finished (its workers would idle, or the next stage's: at
+     * the start it waits for the first systems). */
+    if (gone > 0 && mdf_inflight_downstream_idle(r->in)) return 1;
     /* A pipeline stage: finished systems held for lack of room that could
      * now go on, or enough arrivals for the room the batch has. */
     if (mdf_inflight_room_for_held(r->in)) return 1;
