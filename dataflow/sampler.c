@@ -244,6 +244,8 @@ mdf_status mdf_sampler_make_stream(mdf_sampler *s, mdf_error *err)
 
 int mdf_sampler_is_stream(const mdf_sampler *s) { return s->stream; }
 
+const mdf_frame *mdf_sampler_dataset_frame(const mdf_sampler *s, size_t i) { return i < s->n ? &s->frames[i] : NULL; }
+
 int mdf_sampler_exhausted(const mdf_sampler *s)
 {
     return s->stream ? s->closed && s->available == 0 : s->remaining == 0;

@@ -20,6 +20,9 @@ mdf_status mdf_sampler_set_taken(mdf_sampler *s, const unsigned char *taken, siz
  * the stream is exhausted once closed with none waiting. */
 mdf_status mdf_sampler_make_stream(mdf_sampler *s, mdf_error *err);
 int mdf_sampler_is_stream(const mdf_sampler *s);
+/* Dataset system i as the dataset has it (mdf_sampler_frame gives a
+ * stream's arrived state instead): fingerprints, checkpoints' columns. */
+const mdf_frame *mdf_sampler_dataset_frame(const mdf_sampler *s, size_t i);
 /* Nothing will ever be taken again: a plain sampler with none left, a
  * stream closed with none waiting. */
 int mdf_sampler_exhausted(const mdf_sampler *s);

@@ -480,7 +480,7 @@ static uint64_t dataset_hash(const mdf_sampler *s, int64_t *natoms)
     uint64_t h = MDF_HASH_INIT;
     *natoms = 0;
     for (size_t i = 0; i < mdf_sampler_size(s); i++) {
-        const mdf_frame *f = mdf_sampler_frame(s, i);
+        const mdf_frame *f = mdf_sampler_dataset_frame(s, i); /* not a stream's arrived state */
         size_t n = (size_t)f->natoms;
         *natoms += f->natoms;
         h = mdf_hash_i64(h, f->natoms);
@@ -836,7 +836,7 @@ static mdf_status restore_columns(const mdf_inflight *in, const mdf_ckpt *ck, md
     for (size_t i = 0; st == MDF_OK && i < b->nsys; i++) {
         int64_t slot = b->sys_slot[i];
         int32_t source = b->sys[slot].source;
-        const mdf_frame *f = source >= 0 && (size_t)source < n ? mdf_sampler_frame(in->cfg.sampler, (size_t)source)
+        const mdf_frame *f = source >= 0 && (size_t)source < n ? mdf_sampler_dataset_frame(in->cfg.sampler, (size_t)source)
                                                                : NULL;
         if (!f || f->natoms != b->sys[slot].natoms) return damaged(ck, "a system's index in the dataset", err);
         st = mdf_batch_set_slot_columns(b, slot, f, err);

@@ -19,7 +19,11 @@
 #       output is written, naming the system and the stage;
 #   (f) every new error with its FILE:LINE: the composition's grammar, the
 #       pipeline keys in the wrong place, placement; refusals under mpirun;
-#       a failing stage under MPI; checkpoints (not implemented yet).
+#       a failing stage under MPI;
+#   (g) checkpoints: a pipeline stopped by max_steps on a checkpoint step,
+#       and one whose rank 1 is killed after a checkpoint, resumed, ends as
+#       the fused run; stages sharing a snapshot file in one process with
+#       checkpoints are refused.
 #
 # Run by automake's harness from the build tree (MDF_TEST_SRCDIR,
 # MDF_TEST_BUILDDIR); also by hand from a build directory. The MPI cases
@@ -159,16 +163,16 @@ run "$MDFLOW" run --quiet --pipe-report one.json one.yaml
 cp "$T/stdout" one.stdout
 if [ "$rc" -eq 0 ] && grep -F 'relax | md of clusters.xyz, a pipeline of 2 stages in one process' one.stdout >/dev/null &&
     grep -E 'finished 12 \(status 2\), unfinished 0' one.stdout >/dev/null &&
-    [ "$(grep -c -E '^    (relax|md) +0 +1 +12 +12 +0 ' one.stdout)" = 2 ]; then
-    pass "relax | md in one process: exit 0, 12 finished, a table row per stage (1 worker each, 12 in, 12 out)"
+    [ "$(grep -c -E '^    (relax|md) +0 +2 +12 +12 +0 ' one.stdout)" = 2 ]; then
+    pass "relax | md in one process: exit 0, 12 finished, a table row per stage (sharing the 2 workers, 12 in, 12 out)"
 else fail "relax | md in one process: exit 0, 12 finished, the table" "exit status $rc"; show stdout one.stdout
     show stderr "$T/stderr"; fi
 same_as_fused "relax | md, 2 scheduling contexts" one.xyz
 if [ -s one.relax.csv ] && [ -s one.md.csv ] && [ ! -e one.md.r0.csv ] && [ ! -e one.csv ]; then
     pass "relax | md in one process: the fused run's log names (one.relax.csv, one.md.csv)"
 else fail "relax | md in one process: the fused run's log names" "$(ls one.*)"; fi
-if [ "$(json one.json 'r["nranks"], r["finished"], len(r["stages"]), s[("relax", 0)]["nworkers"], s[("md", 0)]["nworkers"], r["mpi"]')" = "(1, 12, 2, 1, 1, False)" ]; then
-    pass "--pipe-report: nranks 1, finished 12, two stage instances of one worker each"
+if [ "$(json one.json 'r["nranks"], r["finished"], len(r["stages"]), s[("relax", 0)]["nworkers"], s[("md", 0)]["nworkers"], r["mpi"]')" = "(1, 12, 2, 2, 2, False)" ]; then
+    pass "--pipe-report: nranks 1, finished 12, two stage instances sharing the 2 workers"
 else fail "--pipe-report in one process" "$(json one.json 'r["nranks"], r["finished"], len(r["stages"])')"; fi
 # placement in one process: a CPU worker and a policy each
 variant placed '$a\
@@ -323,10 +327,30 @@ run "$MDFLOW" sched one.yaml --policies eager --repeats 1 --no-gantt
 expect_error "mdflow sched with a pipeline" 2 "one.yaml:24:" "fused compositions" "placement"
 run "$MDFLOW" run --quiet --pipe-report x.json fused.yaml
 expect_error "--pipe-report without a pipeline" 2 "--pipe-report" "no pipeline"
+
+# ---- (g) checkpoints in one process ----------------------------------------------------------
+# Stopped by max_steps at step 20 (a checkpoint step: every 10), then resumed
+# with the step limit back: the fused run's structures.
 variant ck 's/^seed: 3/seed: 3\
-checkpoint: {path: ck.h5, every: 10}/'
+checkpoint: {path: ck.h5, every: 10}/; s/^max_steps: .*/max_steps: 20/'
 run "$MDFLOW" run --quiet ck.yaml
-expect_error "a pipeline with a checkpoint" 1 "ck.yaml:31:" "checkpoint" "not implemented"
+if [ "$rc" -eq 0 ] && [ -s ck.relax.r0.h5 ] && [ -s ck.md.r0.h5 ] && [ ! -e ck.h5 ] &&
+    ! grep -F 'finished 12 (status 2)' "$T/stdout" >/dev/null; then
+    pass "relax | md with checkpoints, stopped at max_steps 20: exit 0, unfinished, a checkpoint per stage (ck.relax.r0.h5, ck.md.r0.h5)"
+else fail "relax | md with checkpoints, stopped at max_steps 20" "exit status $rc; $(ls ck.* 2>&1 | tr '\n' ' ')"
+    show stdout "$T/stdout"; show stderr "$T/stderr"; fi
+sed 's/^max_steps: 20$/max_steps: 20000/' ck.yaml >ck2.yaml
+run "$MDFLOW" run --quiet --resume ck2.yaml
+if [ "$rc" -eq 0 ] && grep -F 'finished 12 (status 2)' "$T/stdout" >/dev/null; then
+    pass "relax | md resumed from its stage checkpoints: exit 0, 12 finished"
+    same_as_fused "relax | md stopped and resumed" ck.xyz
+else fail "relax | md resumed" "exit status $rc"; show stderr "$T/stderr"; fi
+# Two stages of one process writing one snapshot file cannot each cut it back to
+# their own checkpoint: refused before anything runs.
+variant cksnap 's/^seed: 3/seed: 3\
+checkpoint: {path: cksnap.ck.h5, every: 10}/; s/log_every: 5/log_every: 5, snapshots: cksnap.h5/'
+run "$MDFLOW" run --quiet cksnap.yaml
+expect_error "checkpoints with one snapshot file for two stages of a process" 2 "cksnap.yaml:" "snapshots" "checkpoint"
 
 # ---- under mpirun ---------------------------------------------------------------------------
 if ! grep -q 'define MDF_HAVE_MPI 1' "$builddir/config.h" 2>/dev/null; then
@@ -473,6 +497,34 @@ elif [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -E 'rank 1 .*(signal 9|Killed)
     pass "rank 1 killed during the run: the job ends (exit $rc) in ${took} s, mpirun names rank 1, rank 0 says why it stopped"
 else fail "rank 1 killed during the run: the job ends non-zero within $limit s, naming the rank" "exit status $rc after ${took} s"
     show stderr "$T/stderr"; fi
+
+# ---- (g) checkpoints over 2 ranks: rank 1 killed after a checkpoint, then resumed ----------------
+variant ckm 's/^    steps: 20/    steps: 300/; s/^seed: 3/seed: 3\
+checkpoint: {path: ckm.h5, every: 10}/'
+variant fused300 's/^    steps: 20/    steps: 300/; s/^composition: .*/composition: relax + md/'
+run "$MDFLOW" run --quiet fused300.yaml
+STARPU_NCPU=1 timeout "$limit" mpirun --allow-run-as-root --oversubscribe -np 2 "$MDFLOW" run --quiet ckm.yaml \
+    >"$T/stdout" 2>"$T/stderr" &
+job=$!
+victim=""
+for _ in $(seq 1 $((200 * scale))); do
+    sleep 0.1
+    if [ -s ckm.md.r1.h5 ]; then
+        for p in $(pgrep -P "$(pgrep -P $job | head -n 1)" 2>/dev/null); do
+            tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=1$' && victim=$p
+        done
+        [ -n "$victim" ] && break
+    fi
+done
+[ -n "$victim" ] && kill -9 "$victim"
+wait $job
+rc_killed=$?
+mpi 2 120 run --quiet --resume ckm.yaml
+if [ -z "$victim" ]; then fail "rank 1 killed after its first checkpoint" "no rank 1 or no ckm.md.r1.h5"
+elif [ "$rc_killed" -ne 0 ] && [ "$rc" -eq 0 ] && grep -F 'finished 12 (status 2)' "$T/stdout" >/dev/null; then
+    pass "mpirun -np 2: rank 1 killed after a checkpoint (exit $rc_killed), resumed: exit 0, 12 finished"
+    same_as_fused "mpirun -np 2 killed and resumed" ckm.xyz fused300.xyz
+else fail "mpirun -np 2 killed and resumed" "killed run exit $rc_killed, resumed run exit $rc"; show stderr "$T/stderr"; fi
 
 # ---- the README's 2-rank command on the example -------------------------------------------------
 mpi 2 240 run --quiet "$MDF_TEST_SRCDIR_/examples/relax_md_pipe.yaml"

@@ -1270,8 +1270,30 @@ static mdf_status check_resumable(const mdf_workflow *wf, mdf_error *err)
 }
 
 /* What a pipeline run cannot take, said before anything runs. */
-static mdf_status check_pipeline_options(const mdf_workflow *wf, mdf_error *err)
+/* Checkpoints cut each snapshot file back to the length its stage saw at
+ * its checkpoint; two stages of one process filling one file checkpoint at
+ * different times, so each would cut the other's snapshots. One stage per
+ * rank (each rank writes its own file) is fine. */
+static mdf_status check_shared_snapshots(const mdf_workflow *wf, int nranks, mdf_error *err)
 {
+    if (!is_pipeline(wf) || !*wf->checkpoint || (!*wf->snapshots && !wf->has_snapshot_sink)) return MDF_OK;
+    for (int r = 0; r < nranks; r++) {
+        int here = 0;
+        for (int g = 0; g < wf->npipe; g++) here += group_on(wf, g, r, nranks);
+        if (here > 1)
+            return mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: checkpoint: %d pipeline stages of %s write one snapshot "
+                                 "file, and a stage's checkpoint cuts that file back to where that stage was: place "
+                                 "each stage on a rank of its own (mpirun; each rank writes its own snapshots), or "
+                                 "drop output.snapshots or the checkpoint", wf->path, wf->checkpoint_line, here,
+                                 wf->mpi ? "one rank" : "one process");
+    }
+    return MDF_OK;
+}
+
+static mdf_status check_pipeline_options(const mdf_workflow *wf, int nranks, mdf_error *err)
+{
+    mdf_status st = check_shared_snapshots(wf, nranks, err);
+    if (st != MDF_OK) return st;
     if (wf->pipe_report && !is_pipeline(wf))
         return mdf_error_set(err, MDF_ERR_INVALID, "--pipe-report writes a pipeline's report, and %s runs %s: compose "
                              "its stages with '|' (relax | md) or leave --pipe-report out", wf->path,
@@ -1305,7 +1327,7 @@ mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
         st = mdf_error_set(err, MDF_ERR_INVALID, "%s:%d: --sequential takes no checkpoints (they belong to inflight "
                            "runs): remove the checkpoint key or run without --sequential", wf->path,
                            wf->checkpoint_line);
-    if (st == MDF_OK) st = check_pipeline_options(wf, err);
+    if (st == MDF_OK) st = check_pipeline_options(wf, rs.nranks, err);
     if (st == MDF_OK) st = check_files(wf, rs.nranks, err);
     /* A pipeline's checkpoints are files per stage and rank: the library finds them. */
     if (st == MDF_OK && wf->resume && !is_pipeline(wf)) st = check_resumable(wf, err);
