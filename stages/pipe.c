@@ -199,8 +199,26 @@ static int link_to(const topo *t, int l)
     return t->first[k + 1] + (l - t->link_first[k]) % instances_of(t, k + 1);
 }
 
-/* Ranks of stage k: its own list, or the default (stage k on rank k, the
- * last stage on every rank left; fewer ranks than stages: round robin). */
+int mdf_pipe_default_ranks(int k, int nstages, int nranks, int *out)
+{
+    if (nranks <= 1) {
+        out[0] = 0;
+        return 1;
+    }
+    if (nranks < nstages) {
+        out[0] = k % nranks;
+        return 1;
+    }
+    if (k < nstages - 1) {
+        out[0] = k;
+        return 1;
+    }
+    int n = 0;
+    for (int r = k; r < nranks && n < MDF_PIPE_MAX_RANKS; r++) out[n++] = r;
+    return n;
+}
+
+/* Ranks of stage k: its own list, or the default. */
 static int stage_ranks(const mdf_pipeline *p, int k, int nranks, int *out)
 {
     const mdf_pipe_stage_config *c = &p->cfg[k];
@@ -208,21 +226,7 @@ static int stage_ranks(const mdf_pipeline *p, int k, int nranks, int *out)
         memcpy(out, c->ranks, sizeof(int) * (size_t)c->nranks);
         return c->nranks;
     }
-    if (nranks <= 1) {
-        out[0] = 0;
-        return 1;
-    }
-    if (nranks < p->n) {
-        out[0] = k % nranks;
-        return 1;
-    }
-    if (k < p->n - 1) {
-        out[0] = k;
-        return 1;
-    }
-    int n = 0;
-    for (int r = k; r < nranks && n < MDF_PIPE_MAX_RANKS; r++) out[n++] = r;
-    return n;
+    return mdf_pipe_default_ranks(k, p->n, nranks, out);
 }
 
 static mdf_status build_topo(const mdf_pipeline *p, int nranks, topo *t, mdf_error *err)
@@ -1074,6 +1078,7 @@ static void *run_instance(void *arg)
     li->rep.atom_steps_per_second = rep.atom_steps_per_second;
     li->rep.refills = rep.refills;
     li->rep.model_evaluations = rep.model_evaluations;
+    li->rep.list_rebuilds = rep.list_rebuilds;
     if (li->has_ctx) starpu_sched_ctx_set_context(NULL);
     return NULL;
 }
@@ -1307,7 +1312,10 @@ mdf_status mdf_pipeline_run(mdf_pipeline *p, mdf_model *m, const mdf_pipe_run_co
             report->n = h->t.ninst;
             report->stages = h->reports;
             h->reports = NULL;
-            for (int i = 0; i < report->n; i++) report->model_evaluations += report->stages[i].model_evaluations;
+            for (int i = 0; i < report->n; i++) {
+                report->model_evaluations += report->stages[i].model_evaluations;
+                report->list_rebuilds += report->stages[i].list_rebuilds;
+            }
         }
     }
     free(h->reports);

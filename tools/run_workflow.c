@@ -297,10 +297,8 @@ static mdf_status build_sequence(const mdf_workflow *wf, int freeze, const run_s
 static int is_pipeline(const mdf_workflow *wf) { return wf->npipe > 1 && !wf->sequential; }
 
 /* The ranks of pipeline stage g among nranks: its placement's, else the
- * library's default (mdf_pipe_stage_config.nranks 0: stage g on rank g, the
- * last stage on every rank left, round robin when there are fewer ranks
- * than stages). The library keeps this rule to itself; the program needs
- * it to name each rank's files before the run. */
+ * library's default (mdf_pipe_default_ranks), which the program needs to
+ * name each rank's files before the run. */
 static int group_ranks(const mdf_workflow *wf, int g, int nranks, int *out)
 {
     const wf_pipe_stage *p = &wf->pipe[g];
@@ -308,21 +306,7 @@ static int group_ranks(const mdf_workflow *wf, int g, int nranks, int *out)
         memcpy(out, p->ranks, sizeof(int) * (size_t)p->nranks);
         return p->nranks;
     }
-    if (nranks <= 1) {
-        out[0] = 0;
-        return 1;
-    }
-    if (nranks < wf->npipe) {
-        out[0] = g % nranks;
-        return 1;
-    }
-    if (g < wf->npipe - 1) {
-        out[0] = g;
-        return 1;
-    }
-    int n = 0;
-    for (int r = g; r < nranks && n < MDF_PIPE_MAX_RANKS; r++) out[n++] = r;
-    return n;
+    return mdf_pipe_default_ranks(g, wf->npipe, nranks, out);
 }
 
 /* 1 when pipeline stage g runs on `rank`. */
@@ -926,8 +910,8 @@ static void json_stage(FILE *fp, const mdf_pipe_stage_report *x)
     fprintf(fp, "     \"inbox_cap_systems\": %lld, \"inbox_cap_atoms\": %lld, \"inbox_hwm_systems\": %lld, "
             "\"inbox_hwm_atoms\": %lld,\n", (long long)x->inbox_cap_systems, (long long)x->inbox_cap_atoms,
             (long long)x->inbox_hwm_systems, (long long)x->inbox_hwm_atoms);
-    fprintf(fp, "     \"refills\": %lld, \"model_evaluations\": %lld}", (long long)x->refills,
-            (long long)x->model_evaluations);
+    fprintf(fp, "     \"refills\": %lld, \"model_evaluations\": %lld, \"list_rebuilds\": %lld}", (long long)x->refills,
+            (long long)x->model_evaluations, (long long)x->list_rebuilds);
 }
 
 /* --pipe-report FILE.json: the whole mdf_pipe_report, for benchmarks. */

@@ -106,6 +106,13 @@ typedef struct mdf_pipe_run_config {
 
 void mdf_pipe_run_config_init(mdf_pipe_run_config *c);
 
+/* The default placement over MPI ranks (a stage whose config lists no
+ * ranks): the ranks of stage k of nstages among nranks, into out (at most
+ * MDF_PIPE_MAX_RANKS); returns how many. Stage k on rank k, the last stage
+ * on every rank left (so -np 3 runs the last of two stages on ranks 1 and
+ * 2); with fewer ranks than stages, stage k on rank k mod nranks. */
+int mdf_pipe_default_ranks(int k, int nstages, int nranks, int *out);
+
 /* The checkpoint file of stage k's instance on `rank`: checkpoint_path with
  * ".STAGE.rRANK" before its extension (run.ckpt.h5 -> run.ckpt.md.r1.h5). */
 void mdf_pipeline_checkpoint_name(const mdf_pipeline *p, const char *checkpoint_path, int k, int rank, char *out,
@@ -130,6 +137,7 @@ typedef struct mdf_pipe_stage_report {
     int64_t inbox_hwm_systems, inbox_hwm_atoms;   /* its inbox's high-water marks */
     int64_t refills;
     int64_t model_evaluations;
+    int64_t list_rebuilds;        /* neighbour-list rebuilds, summed over systems */
 } mdf_pipe_stage_report;
 
 typedef struct mdf_pipe_report {
