@@ -468,29 +468,38 @@ EOF
 mpi 2 60 run --quiet nan.yaml
 every_rank "mpirun -np 2, NaN in md on rank 1" 2 2 "unphysical input: stage 'md' on rank 1 failed: NaN"
 
+# kill_rank1_when FILE YAML: starts mdflow run YAML under mpirun -np 2 (in
+# the background), waits for FILE to appear (rank 1 has reached its stage),
+# then SIGKILLs rank 1 (the child of mpirun with OMPI_COMM_WORLD_RANK=1)
+# and waits for the job: sets victim (empty: none found), rc and took (s).
+kill_rank1_when() {
+    file=$1 yaml=$2
+    start=$(date +%s)
+    STARPU_NCPU=1 timeout "$limit" mpirun --allow-run-as-root --oversubscribe -np 2 "$MDFLOW" run --quiet "$yaml" \
+        >"$T/stdout" 2>"$T/stderr" &
+    job=$!
+    victim=""
+    for _ in $(seq 1 $((200 * scale))); do
+        sleep 0.1
+        if [ -s "$file" ]; then
+            for p in $(pgrep -P "$(pgrep -P $job | head -n 1)" 2>/dev/null); do
+                tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=1$' && victim=$p
+            done
+            [ -n "$victim" ] && break
+        fi
+    done
+    [ -n "$victim" ] && kill -9 "$victim"
+    wait $job
+    rc=$?
+    took=$(($(date +%s) - start))
+}
+
 # ---- (d) a rank killed during the run ------------------------------------------------------------
 # md runs for ever; once its log is open on rank 1 (md started there),
-# rank 1 (the child of mpirun with OMPI_COMM_WORLD_RANK=1) gets SIGKILL.
+# rank 1 gets SIGKILL.
 variant kill 's/^    steps: 20/    steps: 100000000/; s/^max_steps: .*/max_steps: 1000000000/'
 limit=$((60 * scale))
-start=$(date +%s)
-STARPU_NCPU=1 timeout "$limit" mpirun --allow-run-as-root --oversubscribe -np 2 "$MDFLOW" run --quiet kill.yaml \
-    >"$T/stdout" 2>"$T/stderr" &
-job=$!
-victim=""
-for _ in $(seq 1 $((100 * scale))); do
-    sleep 0.2
-    if [ -e kill.md.csv.tmp ]; then
-        for p in $(pgrep -P "$(pgrep -P $job | head -n 1)" 2>/dev/null); do
-            tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=1$' && victim=$p
-        done
-        [ -n "$victim" ] && break
-    fi
-done
-[ -n "$victim" ] && kill -9 "$victim"
-wait $job
-rc=$?
-took=$(($(date +%s) - start))
+kill_rank1_when kill.md.csv.tmp kill.yaml
 if [ -z "$victim" ]; then fail "a killed rank: rank 1 was found running md" "exit status $rc"; show stderr "$T/stderr"
 elif [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -E 'rank 1 .*(signal 9|Killed)' "$T/stderr" >/dev/null &&
     grep -F 'mdflow: rank 0: stopped by a signal from mpirun' "$T/stderr" >/dev/null; then
@@ -503,22 +512,8 @@ variant ckm 's/^    steps: 20/    steps: 300/; s/^seed: 3/seed: 3\
 checkpoint: {path: ckm.h5, every: 10}/'
 variant fused300 's/^    steps: 20/    steps: 300/; s/^composition: .*/composition: relax + md/'
 run "$MDFLOW" run --quiet fused300.yaml
-STARPU_NCPU=1 timeout "$limit" mpirun --allow-run-as-root --oversubscribe -np 2 "$MDFLOW" run --quiet ckm.yaml \
-    >"$T/stdout" 2>"$T/stderr" &
-job=$!
-victim=""
-for _ in $(seq 1 $((200 * scale))); do
-    sleep 0.1
-    if [ -s ckm.md.r1.h5 ]; then
-        for p in $(pgrep -P "$(pgrep -P $job | head -n 1)" 2>/dev/null); do
-            tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=1$' && victim=$p
-        done
-        [ -n "$victim" ] && break
-    fi
-done
-[ -n "$victim" ] && kill -9 "$victim"
-wait $job
-rc_killed=$?
+kill_rank1_when ckm.md.r1.h5 ckm.yaml
+rc_killed=$rc
 mpi 2 120 run --quiet --resume ckm.yaml
 if [ -z "$victim" ]; then fail "rank 1 killed after its first checkpoint" "no rank 1 or no ckm.md.r1.h5"
 elif [ "$rc_killed" -ne 0 ] && [ "$rc" -eq 0 ] && grep -F 'finished 12 (status 2)' "$T/stdout" >/dev/null; then
