@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include "compute.h"
 #include "../codelets/nlist/nlist_codelet.h"
 #include "../codelets/reduce/reduce_codelet.h"
@@ -38,6 +39,7 @@ typedef struct shard_ws {
     void *list_mem[MDF_REDUCE_MAX_CHUNKS];
     starpu_data_handle_t lists[MDF_REDUCE_MAX_CHUNKS];
     double *fpart_mem[MDF_REDUCE_MAX_CHUNKS];
+    size_t fpart_bytes;    /* each, mapped (lazy_zero) */
     mdf_sys_result *rpart_mem[MDF_REDUCE_MAX_CHUNKS];
     starpu_data_handle_t fparts[MDF_REDUCE_MAX_CHUNKS];
     starpu_data_handle_t rparts[MDF_REDUCE_MAX_CHUNKS];
@@ -163,6 +165,22 @@ static void *aligned_zero(size_t bytes)
     return p;
 }
 
+/* Zero pages that become resident only where written: a chunk's partial
+ * forces span its whole shard (the model codelets index them like the
+ * positions) but a chunk writes its own rows only, so with one large
+ * system cut into 63 slices the shard's 63 parts held 63 times its forces
+ * (393 MB of 626 MB at 256,000 atoms). Page-aligned; lazy_free undoes. */
+static void *lazy_zero(size_t bytes)
+{
+    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void lazy_free(void *p, size_t bytes)
+{
+    if (p) munmap(p, bytes ? bytes : 1);
+}
+
 static mdf_status create_aux(const mdf_compute *c, const mdf_shard *sh, shard_ws *w, mdf_error *err);
 
 static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws *w, mdf_error *err)
@@ -214,7 +232,8 @@ static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws 
         lh->atom_begin = ch->atom_begin;
         mdf_blob_register(&w->lists[k], STARPU_MAIN_RAM, (uintptr_t)w->list_mem[k], lbytes);
         if (w->nchunks == 1) continue; /* the single chunk writes the shard's own arrays */
-        w->fpart_mem[k] = aligned_zero(sizeof(double) * 3 * (size_t)sh->atom_cap);
+        w->fpart_bytes = sizeof(double) * 3 * (size_t)sh->atom_cap;
+        w->fpart_mem[k] = lazy_zero(w->fpart_bytes);
         w->rpart_mem[k] = aligned_zero(sizeof(mdf_sys_result) * (size_t)sh->sys_cap);
         if (!w->fpart_mem[k] || !w->rpart_mem[k])
             return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard %d's partial forces", sh->index);
@@ -256,7 +275,7 @@ static void destroy_shard_ws(shard_ws *w)
         if (w->fparts[k]) starpu_data_unregister(w->fparts[k]);
         if (w->rparts[k]) starpu_data_unregister(w->rparts[k]);
         free(w->list_mem[k]);
-        free(w->fpart_mem[k]);
+        lazy_free(w->fpart_mem[k], w->fpart_bytes);
         free(w->rpart_mem[k]);
     }
     if (w->aux) starpu_data_unregister(w->aux);

@@ -72,26 +72,38 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
  * atoms only, counting pairs inside it once (Newton's third law) and pairs
  * with an atom outside it half, on i only: the contract of a GPU slice too
  * (full rows, half of every pair), so slices sum right whichever worker ran
- * each. j > i comes from the front of the list, j < i from the back. */
-static inline void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int virial, int wide, const double *w, double *f,
-                          const mdf_atom_info *atoms, const uint32_t *nb, int32_t n_up, int32_t n_down, int32_t M,
-                          const mdf_nl_shifts *t, const mdf_lj_params *p, lj_acc *acc)
+ * each. j > i comes from the front of the list (inside the slice when
+ * j < hi), j < i from the back (inside when j >= lo: counted by j's own
+ * row). With a single species the coefficients are loop constants, as in
+ * lj_atom_list; the flags are constants at every call, so the compiler
+ * specialises each. */
+static inline void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int single, int virial, int wide,
+                                 const double *x, const double *o, double *f, const mdf_atom_info *atoms,
+                                 const uint32_t *nb, int32_t n_up, int32_t n_down, int32_t M,
+                                 const mdf_nl_shifts *t, const mdf_lj_params *p, lj_acc *acc)
 {
-    const double *xi = w + 3 * i;
-    int ti = p->type_of_z[atoms[i].z];
+    /* Wrapped positions x + o as they are read: a slice reads only its
+     * atoms' neighbours, and wrapping its whole system beforehand cost every
+     * slice O(system): O(N^2 / slice) a step for one large system. */
+    const double xi[3] = {x[3 * i] + o[3 * i], x[3 * i + 1] + o[3 * i + 1], x[3 * i + 2] + o[3 * i + 2]};
+    int ti = single ? 0 : p->type_of_z[atoms[i].z];
     double fi[3] = {0.0, 0.0, 0.0};
-    for (int part = 0; part < 2; part++) {
-        int32_t k0 = part ? M - n_down : 0, k1 = part ? M : n_up;
-        for (int32_t k = k0; k < k1; k++) {
-            double sh[3];
-            int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
-            int inside = j >= lo && j < hi;
-            if (part && inside) continue; /* counted by j's own row, with Newton */
-            double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
-            int tj = p->type_of_z[atoms[j].z];
-            if (inside) lj_add_pair(p, ti, tj, d, fi, f + 3 * j, acc, virial);
-            else lj_add_half_pair(p, ti, tj, d, fi, acc, virial);
-        }
+    for (int32_t k = 0; k < n_up; k++) {
+        double sh[3];
+        int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
+        double d[3] = {x[3 * j] + o[3 * j] + sh[0] - xi[0], x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1],
+                       x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2]};
+        int tj = single ? 0 : p->type_of_z[atoms[j].z];
+        if (j < hi) lj_add_pair(p, ti, tj, d, fi, f + 3 * j, acc, virial);
+        else lj_add_half_pair(p, ti, tj, d, fi, acc, virial);
+    }
+    for (int32_t k = M - n_down; k < M; k++) {
+        double sh[3];
+        int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
+        if (j >= lo) continue; /* counted by j's own row, with Newton */
+        double d[3] = {x[3 * j] + o[3 * j] + sh[0] - xi[0], x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1],
+                       x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2]};
+        lj_add_half_pair(p, ti, single ? 0 : p->type_of_z[atoms[j].z], d, fi, acc, virial);
     }
     for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
 }
@@ -150,8 +162,10 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
         mdf_lj_dense_system(x, f, atoms, s, p, virial, scratch, &r->energy, r->virial);
         return;
     }
-    /* Wrapped positions x + o of the system, which its lists index. */
-    for (int32_t k = 3 * s->atom_start; k < 3 * (s->atom_start + s->natoms); k++) w[k] = x[k] + v->offset[k];
+    /* Wrapped positions x + o of the system, which its lists index (a
+     * slice wraps the ones it reads as it reads them). */
+    if (!slice)
+        for (int32_t k = 3 * s->atom_start; k < 3 * (s->atom_start + s->natoms); k++) w[k] = x[k] + v->offset[k];
     mdf_nl_shifts shift;
     mdf_nl_shifts_init(&shift, &v->grid[sidx], s->cell);
     int32_t i0, i1;
@@ -167,11 +181,17 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
             lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, slice ? c->atom_begin : s->atom_start,
                                slice ? c->atom_end : s->atom_start + s->natoms);
         else if (slice && shift.q)
-            lj_atom_slice(i, c->atom_begin, c->atom_end, virial, 1, w, f, atoms, nb, l->n_up[li], l->n_down[li], M,
-                          &shift, p, &acc);
+            lj_atom_slice(i, c->atom_begin, c->atom_end, 0, 1, 1, x, v->offset, f, atoms, nb, l->n_up[li],
+                          l->n_down[li], M, &shift, p, &acc);
+        else if (slice && single && !virial)
+            lj_atom_slice(i, c->atom_begin, c->atom_end, 1, 0, 0, x, v->offset, f, atoms, nb, l->n_up[li],
+                          l->n_down[li], M, &shift, p, &acc);
+        else if (slice && single)
+            lj_atom_slice(i, c->atom_begin, c->atom_end, 1, 1, 0, x, v->offset, f, atoms, nb, l->n_up[li],
+                          l->n_down[li], M, &shift, p, &acc);
         else if (slice)
-            lj_atom_slice(i, c->atom_begin, c->atom_end, virial, 0, w, f, atoms, nb, l->n_up[li], l->n_down[li], M,
-                          &shift, p, &acc);
+            lj_atom_slice(i, c->atom_begin, c->atom_end, 0, 1, 0, x, v->offset, f, atoms, nb, l->n_up[li],
+                          l->n_down[li], M, &shift, p, &acc);
         /* Constant flags: the compiler specialises each call. Wide entries
          * (small cells) take the general loop. */
         else if (shift.q) lj_atom_list(i, 0, 1, 1, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
@@ -203,9 +223,14 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[6]);
     const mdf_lj_params *p = (const mdf_lj_params *)STARPU_VECTOR_GET_PTR(buffers[7]);
     const mdf_chunk *c = &args->chunk;
-    /* Wrapped positions x + o, filled by each system that takes the list
-     * path; indexed like x (entries before touch_begin are unused). */
-    double *w = malloc(sizeof(double) * 3 * (size_t)(c->touch_end > 0 ? c->touch_end : 1));
+    /* Wrapped positions x + o, filled by each whole system that takes the
+     * list path; indexed like x (entries outside the chunk's whole systems
+     * are unused: a slice needs none, and a chunk that is one slice no
+     * buffer the size of its system). */
+    int32_t wrap_end = 0;
+    for (int32_t s = c->sys_begin; s < c->sys_end; s++)
+        if (!lj_is_slice(c, &sys[s])) wrap_end = sys[s].atom_start + sys[s].natoms;
+    double *w = malloc(sizeof(double) * 3 * (size_t)(wrap_end > 0 ? wrap_end : 1));
     /* Room for the largest system that may take the all-pairs path. */
     int32_t dense_atoms = 0;
     for (int32_t s = c->sys_begin; s < c->sys_end; s++)
@@ -219,17 +244,20 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     }
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         if (!mdf_status_in(sys[s].status, args->status_lo, args->status_hi)) continue;
-        /* The part of the touch range that is this system's. */
+        /* The rows this task writes: a slice its own (lj_atom_slice), else
+         * the part of the touch range that is this system's. */
+        int slice = lj_is_slice(c, &sys[s]);
         int32_t t0 = sys[s].atom_start > c->touch_begin ? sys[s].atom_start : c->touch_begin;
         int32_t t1 = sys[s].atom_start + sys[s].natoms;
         if (t1 > c->touch_end) t1 = c->touch_end;
+        if (slice) lj_chunk_rows(c, &sys[s], &t0, &t1);
         if (t1 > t0) memset(f + 3 * (size_t)t0, 0, sizeof(double) * 3 * (size_t)(t1 - t0));
         res[s].energy = 0.0;
         if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);
         res[s].virial_fresh = args->want_virial != 0;
         /* A slice's part holds its own rows (lj_atom_slice), as a GPU's; a
          * part of whole systems holds them whole. */
-        if (args->partial) mdf_part_mark(&res[s], lj_is_slice(c, &sys[s]) ? MDF_PART_ROWS : MDF_PART_TOUCH);
+        if (args->partial) mdf_part_mark(&res[s], slice ? MDF_PART_ROWS : MDF_PART_TOUCH);
         lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &res[s]);
     }
     free(scratch);
