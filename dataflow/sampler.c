@@ -253,6 +253,13 @@ int mdf_sampler_exhausted(const mdf_sampler *s)
 
 int mdf_sampler_arrived(const mdf_sampler *s, size_t i) { return s->stream && i < s->n && s->arrived[i]; }
 
+size_t mdf_sampler_narrived(const mdf_sampler *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; s->stream && i < s->n; i++) n += s->arrived[i];
+    return s->stream ? n : s->n;
+}
+
 mdf_status mdf_sampler_arrive(mdf_sampler *s, size_t i, mdf_frame *f, int32_t origin, int32_t carry,
                               mdf_error *err)
 {

@@ -33,6 +33,8 @@ int mdf_sampler_exhausted(const mdf_sampler *s);
 mdf_status mdf_sampler_arrive(mdf_sampler *s, size_t i, mdf_frame *f, int32_t origin, int32_t carry,
                               mdf_error *err);
 int mdf_sampler_arrived(const mdf_sampler *s, size_t i);
+/* Systems that have arrived so far (a plain sampler: its whole dataset). */
+size_t mdf_sampler_narrived(const mdf_sampler *s);
 void mdf_sampler_close(mdf_sampler *s);
 int mdf_sampler_closed(const mdf_sampler *s);
 /* Atoms of the systems waiting now (0 for a plain sampler). */

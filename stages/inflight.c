@@ -939,6 +939,8 @@ mdf_status mdf_inflight_replay(mdf_inflight *in, const char *path, mdf_error *er
 
 void mdf_inflight_counts(const mdf_inflight *in, int64_t *total, int64_t *waiting)
 {
-    *total = (int64_t)mdf_sampler_size(in->cfg.sampler);
-    *waiting = (int64_t)mdf_sampler_remaining(in->cfg.sampler);
+    /* A pipeline stage's systems are those that have arrived so far. */
+    const mdf_sampler *s = in->cfg.sampler;
+    *total = mdf_sampler_is_stream(s) ? (int64_t)mdf_sampler_narrived(s) : (int64_t)mdf_sampler_size(s);
+    *waiting = (int64_t)mdf_sampler_remaining(s);
 }
