@@ -169,7 +169,7 @@ static void *aligned_zero(size_t bytes)
  * forces span its whole shard (the model codelets index them like the
  * positions) but a chunk writes its own rows only, so with one large
  * system cut into 63 slices the shard's 63 parts held 63 times its forces
- * (393 MB of 626 MB at 256,000 atoms). Page-aligned; lazy_free undoes. */
+ * (393 MB of 638 MB at 256,000 atoms). Page-aligned; lazy_free undoes. */
 static void *lazy_zero(size_t bytes)
 {
     void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
