@@ -3,6 +3,7 @@
 #include "config.h"
 #endif
 #include <pthread.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
@@ -345,8 +346,11 @@ static void trace_task_done(void *arg)
     struct starpu_profiling_task_info *info = task->profiling_info;
     if (!trace.on || !info) return;
     const char *name = task->name ? task->name : task->cl && task->cl->name ? task->cl->name : "unnamed";
+    /* task->predicted: set by the model-based policies when they place the
+     * task, NaN (or 0 for a task without a model) otherwise. */
+    double predicted = task->cl && task->cl->model && task->predicted > 0.0 ? task->predicted : NAN;
     mdf_task_record r = {info->workerid, 0, starpu_timing_timespec_to_us(&info->start_time),
-                         starpu_timing_timespec_to_us(&info->end_time)};
+                         starpu_timing_timespec_to_us(&info->end_time), predicted};
     pthread_mutex_lock(&trace.lock);
     r.codelet = trace_codelet(name);
     if (trace.n == trace.cap) {

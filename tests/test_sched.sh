@@ -1,7 +1,9 @@
 #!/bin/sh
 # mdflow — tests of `mdflow sched`: a small workflow (four argon clusters,
 # 30 Langevin steps) under eager, lws and dmda with 2 CPU workers exits 0,
-# calibrates the models first (dmda uses them), prints a row per policy,
+# drops and reruns the dmda runs during which StarPU calibrated its models
+# (a fresh STARPU_HOME), reports the models' prediction error, and runs a
+# calibration first when asked (--calibrate); prints a row per policy,
 # writes JSON whose figures hold together (4 systems, both workers' busy +
 # idle + sleeping shares adding to 1, no bytes moved on a machine with one
 # memory node, lws's speed-up 1), a valid SVG and PNG Gantt chart per policy
@@ -45,7 +47,8 @@ EOF
 
 # ---- 1. usage ------------------------------------------------------------------------
 run "$MDFLOW" sched --help
-if [ "$rc" -eq 0 ] && grep -F 'usage: mdflow sched' "$T/stdout" >/dev/null && grep -F 'STARPU_CALIBRATE=1' "$T/stdout" >/dev/null
+if [ "$rc" -eq 0 ] && grep -F 'usage: mdflow sched' "$T/stdout" >/dev/null && grep -F 'STARPU_CALIBRATE=1' "$T/stdout" >/dev/null &&
+   grep -F 'calibrated enough' "$T/stdout" >/dev/null
 then pass "mdflow sched --help: exit 0, usage, how models are calibrated"
 else fail "mdflow sched --help: exit 0, usage" "exit status $rc"; show stdout "$T/stdout"; fi
 
@@ -56,6 +59,10 @@ if [ "$rc" -eq 2 ] && grep -F "'nosuch'" "$T/stderr" >/dev/null && grep -F 'dmda
 else fail "an unknown policy: exit 2, named, the valid ones listed" "exit status $rc"; show stderr "$T/stderr"; fi
 
 # ---- 2. three policies ------------------------------------------------------------------
+# Fresh models, so that dmda's first run calibrates.
+STARPU_HOME=$(pwd)/sched-starpu-home
+rm -rf "$STARPU_HOME"
+export STARPU_HOME
 run "$MDFLOW" sched --policies eager,lws,dmda --json s.json --gantt g wf.yaml
 cp "$T/stdout" sched.stdout
 cp "$T/stderr" sched.stderr
@@ -67,9 +74,11 @@ for p in eager lws dmda; do
 done
 if [ -z "$rows" ] && grep -F 'busy/idle/sleeping' sched.stdout >/dev/null; then pass "the table has a row per policy"
 else fail "the table has a row per policy" "missing:$rows"; show stdout sched.stdout; fi
-if grep -F 'calibrating the performance models under dmda' sched.stderr >/dev/null; then
-    pass "a calibration run under dmda first (the only model-based policy)"
-else fail "a calibration run under dmda first"; show stderr sched.stderr; fi
+# A fresh STARPU_HOME: the first dmda run calibrates, is dropped and runs again.
+if grep -F 'dmda: StarPU calibrated performance models during this run' sched.stderr >/dev/null &&
+   ! grep -F 'eager: StarPU calibrated' sched.stderr >/dev/null && ! grep -F 'lws: StarPU calibrated' sched.stderr >/dev/null; then
+    pass "fresh models: the dmda run that calibrated is dropped and run again (only dmda uses models)"
+else fail "fresh models: the dmda run that calibrated is dropped and run again"; show stderr sched.stderr; fi
 if [ ! -e out ] && [ ! -e out.xyz ]; then pass "the workflow's outputs stay out of the current folder"
 else fail "the workflow's outputs stay out of the current folder" "$(ls)"; fi
 
@@ -78,7 +87,7 @@ if "$PY" - s.json <<'EOF' >json.out 2>&1; then pass "s.json: every policy's figu
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert [p["policy"] for p in d["policies"]] == ["eager", "lws", "dmda"], d["policies"]
-assert d["baseline"] == "lws" and d["calibration_policy"] == "dmda", (d["baseline"], d["calibration_policy"])
+assert d["baseline"] == "lws" and d["calibration_policy"] is None, (d["baseline"], d["calibration_policy"])
 by = {p["policy"]: p for p in d["policies"]}
 for name, p in by.items():
     assert p["uses_models"] == (name == "dmda"), name
@@ -96,9 +105,26 @@ for name, p in by.items():
     expect = by["lws"]["wall_s"] / p["wall_s"]
     assert abs(p["speedup"] - expect) < 1e-3 * expect, (name, p["speedup"], expect)
     assert p["gantt_svg"] == "g-%s.svg" % name and p["gantt_png"] == "g-%s.png" % name, p
+    # dmda predicts every modelled task it places; the others predict none.
+    codelets = {c["name"]: c for c in p["codelets"]}
+    assert sum(c["tasks"] for c in codelets.values()) == p["traced_tasks"], p["codelets"]
+    if name == "dmda":
+        # Fresh models: at least the first run calibrated and was dropped.
+        assert p["calibration_runs_dropped"] >= 1, p
+        assert p["predicted_tasks"] > 0 and p["model_error"] is not None and p["model_error"] >= 0, p
+        assert sum(c["predicted_tasks"] for c in codelets.values()) == p["predicted_tasks"], codelets
+    else:
+        assert p["predicted_tasks"] == 0 and p["model_error"] is None and p["calibration_runs_dropped"] == 0, p
 assert by["lws"]["speedup"] == 1
 print("3 policies, 4 systems, 2 workers, shares add to 1, lws 1.00x")
 EOF
+
+# ---- 3b. --calibrate ---------------------------------------------------------------------
+run "$MDFLOW" sched --policies dmda --no-gantt --calibrate --json cal.json wf.yaml
+if [ "$rc" -eq 0 ] && grep -F 'calibrating the performance models under dmda' "$T/stderr" >/dev/null &&
+   "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["calibration_policy"] == "dmda", d' cal.json
+then pass "--calibrate: a calibration run first, whatever the models"
+else fail "--calibrate: a calibration run first" "exit status $rc"; show stderr "$T/stderr"; fi
 
 # ---- 4. the Gantt charts -----------------------------------------------------------------
 cat >check_gantt.py <<'EOF'

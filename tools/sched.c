@@ -56,7 +56,8 @@ static void write_trace(FILE *fp)
     const mdf_task_record *t = mdf_runtime_trace_tasks(&nt);
     for (size_t c = 0; c < nc; c++) fprintf(fp, "codelet %zu %s\n", c, names[c]);
     for (size_t i = 0; i < nt; i++)
-        fprintf(fp, "task %d %d %.3f %.3f\n", t[i].worker, t[i].codelet, t[i].start_us, t[i].end_us);
+        fprintf(fp, "task %d %d %.3f %.3f %.3f\n", t[i].worker, t[i].codelet, t[i].start_us, t[i].end_us,
+                t[i].predicted_us);
 }
 
 mdf_status sched_report_write(const char *path, const mdf_stage_report *r, mdf_error *err)
@@ -82,6 +83,14 @@ typedef struct sched_worker {
     double busy, idle, sleeping;   /* shares of the profiled time */
 } sched_worker;
 
+/* A codelet's tasks against its model's predictions (those the policy made). */
+typedef struct model_fit {
+    long tasks, predicted;         /* tasks; those with a prediction */
+    double measured_us;            /* their summed lengths (predicted ones) */
+    double abs_error_us;           /* summed |predicted - measured| */
+    double all_us;                 /* summed lengths of every task */
+} model_fit;
+
 typedef struct sched_run {
     double wall_s, atom_steps_per_s;
     long long steps, systems, bus_bytes, bus_transfers, tasks;
@@ -90,6 +99,8 @@ typedef struct sched_run {
     size_t ncodelets, ntasks, cap;
     char **codelets;
     gantt_task *trace;             /* seconds from the first task's start */
+    model_fit *fit;                /* per codelet: how its model predicted */
+    int calibrating;               /* StarPU said a model was not calibrated */
 } sched_run;
 
 static void run_free(sched_run *r)
@@ -97,6 +108,7 @@ static void run_free(sched_run *r)
     for (size_t c = 0; c < r->ncodelets; c++) free(r->codelets[c]);
     free(r->codelets);
     free(r->trace);
+    free(r->fit);
     memset(r, 0, sizeof *r);
 }
 
@@ -105,6 +117,10 @@ static mdf_status add_codelet(sched_run *r, const char *name, mdf_error *err)
     char **grown = realloc(r->codelets, (r->ncodelets + 1) * sizeof *grown);
     if (!grown) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the codelet names");
     r->codelets = grown;
+    model_fit *fit = realloc(r->fit, (r->ncodelets + 1) * sizeof *fit);
+    if (!fit) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the codelet names");
+    r->fit = fit;
+    memset(&r->fit[r->ncodelets], 0, sizeof *fit);
     if (!(r->codelets[r->ncodelets] = strdup(name)))
         return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the codelet names");
     r->ncodelets++;
@@ -143,9 +159,19 @@ static int parse_line(sched_run *r, char *line, mdf_error *err, mdf_status *st)
     int id, worker, codelet, used = 0;
     double a, b, c;
     line[strcspn(line, "\n")] = '\0';
-    if (sscanf(line, "task %d %d %lf %lf", &worker, &codelet, &a, &b) == 4) {
+    int nf = sscanf(line, "task %d %d %lf %lf %lf", &worker, &codelet, &a, &b, &c);
+    if (nf >= 4) {
+        if (codelet < 0 || (size_t)codelet >= r->ncodelets) return 0;
         *st = add_task(r, &(gantt_task){worker, codelet, a * 1e-6, b * 1e-6}, err);
-        return codelet >= 0 && (size_t)codelet < r->ncodelets;
+        model_fit *f = &r->fit[codelet];
+        f->tasks++;
+        f->all_us += b - a;
+        if (nf == 5 && isfinite(c)) {
+            f->predicted++;
+            f->measured_us += b - a;
+            f->abs_error_us += fabs(c - (b - a));
+        }
+        return 1;
     }
     if (sscanf(line, "codelet %d %n", &id, &used) == 1 && used > 0) {
         *st = add_codelet(r, line + used, err);
@@ -199,14 +225,19 @@ typedef struct sched_options {
     const char *json;
     const char *gantt;             /* file prefix; NULL: no pictures */
     double t0, t1;                 /* --window; t1 <= t0: the whole run */
-    int calibrate;
+    int calibrate;                 /* 0: keep every run; 1: rerun runs that calibrated;
+                                    * 2: and a calibration run first */
 } sched_options;
+
+/* Runs of a model-based policy thrown away because StarPU calibrated. */
+#define SCHED_CALIBRATION_RUNS 3
 
 static void usage_sched(FILE *fp, const char *default_workflow)
 {
     fprintf(fp,
             "usage: mdflow sched [FILE.yaml] [--policies A,B,...] [--repeats N] [--json FILE]\n"
-            "                    [--gantt PREFIX | --no-gantt] [--window T0:T1] [--no-calibration]\n"
+            "                    [--gantt PREFIX | --no-gantt] [--window T0:T1]\n"
+            "                    [--calibrate | --no-calibration]\n"
             "Runs a workflow (default: the built-in %s) under each StarPU\n"
             "scheduling policy and prints one table: wall time of the run (as mdflow run's summary\n"
             "measures it), systems/s, atom-steps/s, tasks, bytes StarPU moved between memory nodes,\n"
@@ -224,15 +255,22 @@ static void usage_sched(FILE *fp, const char *default_workflow)
             "                   profiling; the PNG is drawn by gnuplot (Debian: gnuplot-nox)\n"
             "  --no-gantt       no charts\n"
             "  --window T0:T1   draw only seconds T0 to T1 of each run (0 is its first task's start)\n"
-            "  --no-calibration no calibration run (the models in STARPU_HOME are used as they are)\n"
+            "  --calibrate      first one untimed run with STARPU_CALIBRATE=1 under the first model-based\n"
+            "                   policy (every task measured, the models saved), even if they are calibrated\n"
+            "  --no-calibration keep every run as it is, even one during which StarPU calibrated\n"
             "  --help           this text\n\n"
-            "Calibration: the policies named dm* or *heft* place tasks by performance models. When the\n"
-            "list holds one, the workflow first runs once, untimed, under the first of them with\n"
-            "STARPU_CALIBRATE=1 (every task measured, the models saved in STARPU_HOME); the timed runs\n"
-            "use STARPU_CALIBRATE=0, under which StarPU measures only the size classes it has fewer\n"
-            "than 10 measurements of. STARPU_NCPU and StarPU's other variables apply to every run.\n"
+            "Calibration: the policies named dm* or *heft* place tasks by performance models, which\n"
+            "StarPU keeps in STARPU_HOME (default ~/.starpu). Every mdflow codelet has a history model\n"
+            "keyed by its task's size class (~10%% bins of the shard's atoms). StarPU calls a class\n"
+            "calibrated once it holds 10 measurements; a task of any other class makes it print 'not\n"
+            "calibrated enough' and measure every task of the run. Runs use STARPU_CALIBRATE=0; a run of a\n"
+            "model-based policy that printed that warning is discarded and run again (at most %d times),\n"
+            "so the table times calibrated models where StarPU got there; a row marked * still\n"
+            "calibrated. The 'model err' column: the summed |predicted - measured| task lengths over the\n"
+            "summed measured ones, for the tasks the policy predicted.\n"
+            "STARPU_NCPU and StarPU's other variables apply to every run.\n"
             "Exit status: 0; 2 for bad usage or a bad workflow; 1 when a run or a chart fails.\n",
-            default_workflow, SCHED_REPEATS_MAX);
+            default_workflow, SCHED_REPEATS_MAX, SCHED_CALIBRATION_RUNS);
 }
 
 static mdf_status parse_policies(const char *list, sched_options *o, mdf_error *err)
@@ -295,6 +333,7 @@ static mdf_status parse_sched_options(int argc, char **argv, sched_options *o, m
         else if (!strcmp(a, "--no-gantt")) o->gantt = NULL;
         else if (!strcmp(a, "--window")) st = parse_window(argv[++k], o, err);
         else if (!strcmp(a, "--no-calibration")) o->calibrate = 0;
+        else if (!strcmp(a, "--calibrate")) o->calibrate = 2;
         else if (a[0] == '-' || o->workflow)
             return mdf_error_set(err, MDF_ERR_INVALID, "unexpected argument '%s' (see mdflow sched --help)", a);
         else o->workflow = a;
@@ -361,6 +400,18 @@ static void last_line(const char *path, char *out, size_t size)
     if (fp) fclose(fp);
 }
 
+/* 1 when the log holds `text` (StarPU's warnings go there). */
+static int log_mentions(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) return 0;
+    char line[SCHED_LINE_MAX];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, fp)) found = strstr(line, text) != NULL;
+    fclose(fp);
+    return found;
+}
+
 /* In the child: its folder, environment and output, then `mdflow run`. */
 static void exec_child(const sched_env *e, const char *policy, int calibrate, const char *report, const char *log)
 {
@@ -370,6 +421,9 @@ static void exec_child(const sched_env *e, const char *policy, int calibrate, co
     dup2(fd, 2);
     setenv("STARPU_SCHED", policy, 1);
     setenv("STARPU_CALIBRATE", calibrate ? "1" : "0", 1);
+    /* StarPU's "not calibrated enough" warnings tell the parent that the
+     * run calibrated; the log is the parent's alone. */
+    unsetenv("STARPU_SILENT");
     execl(e->self, "mdflow", "run", "--quiet", "--sched-report", report, e->workflow, (char *)NULL);
     _exit(127);
 }
@@ -394,12 +448,16 @@ static mdf_status run_once(const sched_env *e, const char *policy, int calibrate
                              WIFEXITED(status) ? "exit status" : "signal",
                              WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), why);
     }
-    return read_report(report, r, err);
+    mdf_status st = read_report(report, r, err);
+    if (st == MDF_OK) r->calibrating = log_mentions(log, "not calibrated enough");
+    return st;
 }
 
 typedef struct sched_result {
     const char *policy;
     int uses_models;
+    int calibration_runs;          /* runs dropped because StarPU calibrated */
+    int calibrating;               /* a kept run still calibrated */
     double walls[SCHED_REPEATS_MAX];
     sched_run median;              /* the median run's report */
     double speedup;                /* baseline wall / this wall */
@@ -427,6 +485,19 @@ static mdf_status run_policy(const sched_env *e, const sched_options *o, sched_r
     for (int k = 0; k < o->repeats && st == MDF_OK; k++) {
         fprintf(stderr, "mdflow sched: %s, run %d of %d\n", res->policy, k + 1, o->repeats);
         st = run_once(e, res->policy, 0, &runs[k], err);
+        /* StarPU measured every task of a run in which a model was not
+         * calibrated, and placed the unknown ones by task counts: not a
+         * timing of the policy. The models are saved at its end. */
+        while (st == MDF_OK && o->calibrate && res->uses_models && runs[k].calibrating &&
+               res->calibration_runs < SCHED_CALIBRATION_RUNS) {
+            res->calibration_runs++;
+            fprintf(stderr, "mdflow sched: %s: StarPU calibrated performance models during this run (STARPU_HOME "
+                    "%s); its timing is dropped and it runs again\n", res->policy,
+                    getenv("STARPU_HOME") ? getenv("STARPU_HOME") : "~/.starpu");
+            run_free(&runs[k]);
+            st = run_once(e, res->policy, 0, &runs[k], err);
+        }
+        if (st == MDF_OK && runs[k].calibrating) res->calibrating = 1;
         res->walls[k] = runs[k].wall_s;
     }
     int median = st == MDF_OK ? median_index(res->walls, o->repeats) : -1;
@@ -453,20 +524,68 @@ static void put_json_string(FILE *fp, const char *s)
 
 static double rate(double count, double wall) { return wall > 0.0 ? count / wall : 0.0; }
 
+/* The models' error over a run's predicted tasks: summed |predicted -
+ * measured| over summed measured lengths (NaN when none was predicted). */
+static double model_error(const sched_run *r, long *predicted)
+{
+    double abs_err = 0.0, measured = 0.0;
+    long n = 0;
+    for (size_t c = 0; c < r->ncodelets; c++) {
+        abs_err += r->fit[c].abs_error_us;
+        measured += r->fit[c].measured_us;
+        n += r->fit[c].predicted;
+    }
+    if (predicted) *predicted = n;
+    return n > 0 && measured > 0.0 ? abs_err / measured : NAN;
+}
+
 static void print_table(const sched_result *res, int n, const char *baseline)
 {
-    printf("\n%-12s %9s %10s %13s %9s %12s %9s  %s\n", "policy", "wall (s)", "systems/s", "atom-steps/s", "tasks",
-           "bytes moved", "speed-up", "busy/idle/sleeping % per worker");
+    printf("\n%-12s %9s %10s %13s %9s %12s %9s %10s  %s\n", "policy", "wall (s)", "systems/s", "atom-steps/s",
+           "tasks", "bytes moved", "speed-up", "model err", "busy/idle/sleeping % per worker");
     for (int k = 0; k < n; k++) {
         const sched_run *r = &res[k].median;
-        printf("%-12s %9.3f %10.4g %13.4g %9lld %12lld %8.2fx ", res[k].policy, r->wall_s,
-               rate((double)r->systems, r->wall_s), r->atom_steps_per_s, r->tasks, r->bus_bytes, res[k].speedup);
+        double merr = model_error(r, NULL);
+        char errtext[32];
+        if (isnan(merr)) snprintf(errtext, sizeof errtext, "-");
+        else snprintf(errtext, sizeof errtext, "%.0f%%%s", 100 * merr, res[k].calibrating ? "*" : "");
+        printf("%-12s %9.3f %10.4g %13.4g %9lld %12lld %8.2fx %10s ", res[k].policy, r->wall_s,
+               rate((double)r->systems, r->wall_s), r->atom_steps_per_s, r->tasks, r->bus_bytes, res[k].speedup,
+               errtext);
         for (int w = 0; w < r->nworkers; w++)
             printf(" %s %.0f/%.0f/%.0f%s", r->workers[w].name, 100 * r->workers[w].busy, 100 * r->workers[w].idle,
                    100 * r->workers[w].sleeping, w + 1 < r->nworkers ? "," : "");
         putchar('\n');
     }
     printf("speed-up: %s's wall time / the policy's (above 1: faster than %s)\n", baseline, baseline);
+    printf("model err: summed |predicted - measured| task lengths / summed measured, over the tasks the policy\n"
+           "predicted (-: a policy without models)");
+    int any_calibrating = 0;
+    for (int k = 0; k < n; k++) any_calibrating |= res[k].calibrating;
+    printf("%s\n", any_calibrating ? "; *: StarPU was still calibrating in that run (timing not of calibrated "
+                                     "models)" : "");
+}
+
+static void json_models(FILE *fp, const sched_result *res)
+{
+    const sched_run *r = &res->median;
+    long predicted = 0;
+    double merr = model_error(r, &predicted);
+    fprintf(fp, ",\n      \"calibrating\": %s, \"calibration_runs_dropped\": %d, \"predicted_tasks\": %ld, "
+                "\"model_error\": ", res->calibrating ? "true" : "false", res->calibration_runs, predicted);
+    if (isnan(merr)) fputs("null", fp);
+    else fprintf(fp, "%.6g", merr);
+    fputs(",\n      \"codelets\": [", fp);
+    for (size_t c = 0; c < r->ncodelets; c++) {
+        const model_fit *f = &r->fit[c];
+        fputs(c ? ",\n        {\"name\": " : "\n        {\"name\": ", fp);
+        put_json_string(fp, r->codelets[c]);
+        fprintf(fp, ", \"tasks\": %ld, \"mean_us\": %.6g, \"predicted_tasks\": %ld, \"model_error\": ", f->tasks,
+                f->tasks ? f->all_us / (double)f->tasks : 0.0, f->predicted);
+        if (f->predicted && f->measured_us > 0.0) fprintf(fp, "%.6g}", f->abs_error_us / f->measured_us);
+        else fputs("null}", fp);
+    }
+    fputs("]", fp);
 }
 
 static void json_workers(FILE *fp, const sched_run *r)
@@ -495,6 +614,7 @@ static void json_policy(FILE *fp, const sched_result *res, int repeats)
             r->systems, rate((double)r->systems, r->wall_s), r->atom_steps_per_s, r->steps, r->tasks, r->ntasks,
             r->bus_bytes, r->bus_transfers, res->speedup);
     json_workers(fp, r);
+    json_models(fp, res);
     if (*res->svg) {
         fputs(",\n      \"gantt_svg\": ", fp);
         put_json_string(fp, res->svg);
@@ -559,7 +679,7 @@ static int baseline_index(const sched_options *o)
 
 static const char *calibration_policy(const sched_options *o)
 {
-    for (int k = 0; o->calibrate && k < o->npolicies; k++)
+    for (int k = 0; o->calibrate == 2 && k < o->npolicies; k++)
         if (policy_uses_models(o->policies[k])) return o->policies[k];
     return NULL;
 }

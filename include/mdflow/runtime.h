@@ -105,6 +105,8 @@ typedef struct mdf_task_record {
     int codelet;         /* index into mdf_runtime_trace_codelets' names */
     double start_us;     /* StarPU's clock, microseconds */
     double end_us;
+    double predicted_us; /* the length the policy's performance model predicted
+                          * (dmda family, at push); NaN when it made none */
 } mdf_task_record;
 
 /* Starts recording (clears what an earlier trace kept) and restarts the
