@@ -525,20 +525,37 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
                            .big_sys_begin = w->big_sys[0], .big_sys_end = w->big_sys[1],
                            .big_atom_begin = w->big_atoms[0], .big_atom_end = w->big_atoms[1]};
     mdf_status st = MDF_OK;
-    if (w->nchunks == 1) { /* binning and the only list in one task */
-        mdf_nl_update_args u = {.work = (int64_t)sh->natoms * c->slots, .bin = bin,
-                                .build = {.work = (int64_t)sh->natoms * c->slots,
+    if (w->nchunks == 1 && starpu_cuda_worker_get_count() > 0) {
+        /* With GPUs, binning and the only list in one task: it saves a
+         * launch and a dependency hop per step for shards of small systems,
+         * and the host could not learn the build's work anyway (the count
+         * is on the device). */
+        mdf_nl_update_args u = {.work = (int64_t)sh->natoms, .bin = bin,
+                                .build = {.work = (int64_t)sh->natoms,
                                           .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[0]}};
         st = submitted(mdf_insert_nl_update(sh->pos, sh->atoms, sh->sys, w->bins, w->lists[0], &u),
                        "neighbour lists", k, err);
     } else {
-        st = submitted(mdf_insert_nl_bin(sh->pos, sh->sys, w->bins, &bin), "cell binning", k, err);
-    }
-    for (int q = 0; st == MDF_OK && w->nchunks > 1 && q < w->nchunks; q++) {
-        mdf_nl_build_args build = {.work = (int64_t)(w->chunks[q].atom_end - w->chunks[q].atom_begin) * c->slots,
-                                   .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q]};
-        st = submitted(mdf_insert_nl_build(sh->pos, sh->atoms, sh->sys, w->bins, w->lists[q], &build),
-                       "neighbour lists", k, err);
+        /* The binning, then each chunk's build, whose work (atoms to list)
+         * the binning counts on CPUs: a step that re-lists nothing is a
+         * near-empty build, one that re-lists a system costs its atoms,
+         * and the dmda family sees which. */
+        mdf_nl_build_args builds[MDF_REDUCE_MAX_CHUNKS];
+        int n = w->nchunks <= MDF_REDUCE_MAX_CHUNKS ? w->nchunks : 0;
+        for (int q = 0; q < n; q++)
+            builds[q] = (mdf_nl_build_args){.work = w->chunks[q].atom_end - w->chunks[q].atom_begin,
+                                            .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q]};
+        if (n > 0)
+            st = submitted(mdf_insert_nl_bin_builds(sh->pos, sh->atoms, sh->sys, w->bins, w->lists, &bin, builds, n),
+                           "neighbour lists", k, err);
+        else
+            st = submitted(mdf_insert_nl_bin(sh->pos, sh->sys, w->bins, &bin), "cell binning", k, err);
+        for (int q = 0; st == MDF_OK && n == 0 && q < w->nchunks; q++) {
+            mdf_nl_build_args build = {.work = w->chunks[q].atom_end - w->chunks[q].atom_begin,
+                                       .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q]};
+            st = submitted(mdf_insert_nl_build(sh->pos, sh->atoms, sh->sys, w->bins, w->lists[q], &build),
+                           "neighbour lists", k, err);
+        }
     }
     int split = w->nchunks > 1;
     if (st == MDF_OK && w->aux) st = submit_aux_pass(c, k, lo, hi, err);

@@ -235,7 +235,8 @@ mdf_status mdf_register_method(const mdf_method *m, mdf_error *err)
     return st != MDF_OK ? st : register_locked(&methods, m, m->name, m->aliases, m->api_version, err);
 }
 
-/* One codelet with a history-based performance model named `symbol`. */
+/* One codelet with a performance model named `symbol`, fitted on the
+ * args' work as the built-in codelets' are. */
 static mdf_status new_codelet(const char *symbol, void (*cpu)(void **, void *), const char *cpu_name,
                               void (*cuda)(void **, void *), int nbuffers, const enum starpu_data_access_mode *modes,
                               struct starpu_codelet **cl_out, struct starpu_perfmodel **pm_out, mdf_error *err)
@@ -249,9 +250,9 @@ static mdf_status new_codelet(const char *symbol, void (*cpu)(void **, void *), 
         free(name);
         return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for codelet %s", symbol);
     }
-    pm->type = STARPU_HISTORY_BASED;
+    pm->type = STARPU_PER_ARCH; /* as the built-in codelets' (mdf_perfmodel.c) */
     pm->symbol = name;
-    pm->footprint = mdf_footprint_by_work;
+    pm->arch_cost_function = mdf_perfmodel_cost;
     cl->cpu_funcs[0] = cpu;
     cl->cpu_funcs_name[0] = cpu_name;
 #if MDF_CUDA_ENABLED

@@ -9,6 +9,7 @@
 #include <starpu.h>
 #include <starpu_profiling.h>
 #include "mdflow/runtime.h"
+#include "../codelets/common/mdf_codelet.h"
 #ifdef MDF_HAVE_MPI
 #include <starpu_mpi.h>
 #endif
@@ -147,6 +148,7 @@ mdf_status mdf_runtime_start(const mdf_runtime_config *cfg_in, mdf_error *err)
 
 void mdf_runtime_stop(void)
 {
+    mdf_perfmodels_save(); /* the fits this run measured, for the next one */
 #ifdef MDF_HAVE_MPI
     if (mpi_started) {
         if (driver_mode) {
@@ -340,9 +342,12 @@ static int trace_codelet(const char *name)
 
 /* The task's callback, on the worker that ran it: StarPU has set the
  * profiling interval by then. */
-static void trace_task_done(void *arg)
+long mdf_runtime_uncalibrated_predictions(void) { return mdf_perfmodels_uncalibrated(); }
+int mdf_runtime_print_perfmodels(FILE *out) { return mdf_perfmodels_print(out); }
+
+void mdf_runtime_trace_record(void *starpu_task)
 {
-    struct starpu_task *task = arg;
+    struct starpu_task *task = starpu_task;
     struct starpu_profiling_task_info *info = task->profiling_info;
     if (!trace.on || !info) return;
     const char *name = task->name ? task->name : task->cl && task->cl->name ? task->cl->name : "unnamed";
@@ -368,6 +373,6 @@ void mdf_runtime_trace_task(void *starpu_task)
 {
     struct starpu_task *task = starpu_task;
     if (task->callback_func) return;
-    task->callback_func = trace_task_done;
+    task->callback_func = mdf_runtime_trace_record;
     task->callback_arg = task;
 }

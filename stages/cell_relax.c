@@ -60,7 +60,7 @@ static mdf_cell_common cell_common(const mdf_method_ctx *c, double pressure_GPa,
 static int fire_cell_pre(const mdf_method_ctx *c)
 {
     const mdf_fire_cell_params *p = mdf_method_params(c);
-    mdf_cell_fire_args a = {.work = mdf_method_natoms(c), .nsys = mdf_method_nsys(c), .status = mdf_method_status(c),
+    mdf_cell_fire_args a = {.work = mdf_method_task_work(c), .nsys = mdf_method_nsys(c), .status = mdf_method_status(c),
                             .fire = {.dt = p->dt, .dtmax = p->dtmax, .maxstep = p->maxstep, .finc = p->finc,
                                      .fdec = p->fdec, .astart = p->astart, .fa = p->fa, .nmin = p->nmin},
                             .cell = cell_common(c, p->pressure_GPa, p->exp_cell_factor)};
@@ -79,7 +79,7 @@ static int lbfgs_cell_pre(const mdf_method_ctx *c)
 {
     const mdf_lbfgs_cell_params *p = mdf_method_params(c);
     mdf_cell_lbfgs_args a = {
-        .work = mdf_method_natoms(c), .nsys = mdf_method_nsys(c), .status = mdf_method_status(c),
+        .work = mdf_method_task_work(c), .nsys = mdf_method_nsys(c), .status = mdf_method_status(c),
         .lbfgs = {.memory = p->memory, .atom_cap = mdf_method_atom_cap(c), .sys_cap = mdf_method_sys_cap(c),
                   .max_natoms = mdf_method_max_natoms(c), .alpha = p->alpha, .damping = p->damping,
                   .maxstep = p->maxstep},

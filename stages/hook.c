@@ -199,7 +199,7 @@ static int codelet_submit(mdf_hook *h, const mdf_hook_ctx *c)
     size_t total = sizeof(mdf_hook_task_args) + impl->arg_size;
     unsigned char *buf = malloc(total);
     if (!buf) return -ENOMEM;
-    mdf_hook_task_args head = {.work = c->sh->natoms, .step = c->step, .status = c->status,
+    mdf_hook_task_args head = {.work = c->work, .step = c->step, .status = c->status,
                                .nsys = c->sh->nsys, .natoms = c->sh->natoms, .point = (int32_t)c->point};
     memcpy(buf, &head, sizeof head);
     if (impl->arg_size) memcpy(buf + sizeof head, impl->arg, impl->arg_size);

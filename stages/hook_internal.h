@@ -58,6 +58,8 @@ typedef struct mdf_hook_ctx {
     int32_t target;              /* where its converged systems go */
     mdf_run_control *ctl;
     mdf_dof_rule dof;            /* the stage's methods, for temperatures */
+    int64_t work;                /* atoms of the (sub-)stage's systems in the shard at
+                                  * the latest census: its tasks' model size */
 } mdf_hook_ctx;
 
 /* ops->needs: what the step must compute on the hook's due steps. */

@@ -16,6 +16,7 @@ starpu_data_handle_t mdf_method_work(const mdf_method_ctx *c) { return c->work; 
 
 int32_t mdf_method_natoms(const mdf_method_ctx *c) { return c->sh->natoms; }
 int32_t mdf_method_nsys(const mdf_method_ctx *c) { return c->sh->nsys; }
+int64_t mdf_method_task_work(const mdf_method_ctx *c) { return c->task_work > 0 ? c->task_work : 0; }
 int32_t mdf_method_atom_cap(const mdf_method_ctx *c) { return c->sh->atom_cap; }
 int32_t mdf_method_sys_cap(const mdf_method_ctx *c) { return c->sh->sys_cap; }
 int32_t mdf_method_max_natoms(const mdf_method_ctx *c) { return c->sh->max_natoms; }

@@ -22,6 +22,7 @@ struct mdf_method_ctx {
     int32_t status;                  /* the stage's systems */
     int64_t step;                    /* the stage's step (1, 2, ...) */
     double r_list;                   /* cutoff + skin of the run's lists, Å */
+    int64_t task_work;               /* mdf_method_task_work */
 };
 
 /* 1-based registry number of a method (0 if it is not registered): what

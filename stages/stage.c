@@ -319,6 +319,9 @@ typedef struct census {
     int64_t gone_atoms;/* atoms of the shard's systems that left the stage */
     int32_t first_busy;/* the first part with systems then (nparts: none);
                         * 0 when unknown (a census restored from a checkpoint) */
+    int atoms_known;   /* part_atoms holds this census's counts (not a
+                        * census restored from a checkpoint) */
+    int64_t part_atoms[MDF_CONVERGE_PARTS]; /* atoms of each part's systems then */
 } census;
 
 typedef struct stage_run {
@@ -422,13 +425,29 @@ static unsigned hook_needs(const mdf_stage *s, int64_t step)
     return needs;
 }
 
+/* The work of part p's tasks in shard k (their performance models' size):
+ * the atoms of its systems at the latest census, or the shard's atoms when
+ * there is none (since the last refill, or restored from a checkpoint).
+ * Systems only move forward, so a part can have gained systems since; the
+ * census runs every check_interval steps, so the figure lags by at most
+ * that plus the window. */
+static int64_t part_work(stage_run *r, int p, int k)
+{
+    pthread_mutex_lock(&r->ctl.lock);
+    const census *c = &r->cens[k];
+    int64_t work = c->step >= 0 && c->atoms_known ? c->part_atoms[p] : r->b->shards[k].natoms;
+    pthread_mutex_unlock(&r->ctl.lock);
+    return work;
+}
+
 static mdf_status submit_hooks(stage_run *r, int p, int k, mdf_hook_point point, int64_t step, mdf_error *err)
 {
     stage_part *part = &r->s->parts[p];
     mdf_hook_ctx ctx = {.b = r->b, .sh = &r->b->shards[k], .token = r->tokens[k], .point = point, .step = step,
                         .first_row = r->first_row[k], .status = part->cfg.status,
                         .target = part->cfg.converged_status, .ctl = &r->ctl,
-                        .dof = {.lo = r->lo, .nparts = r->s->nparts, .own = p, .momentum = 0}};
+                        .dof = {.lo = r->lo, .nparts = r->s->nparts, .own = p, .momentum = 0},
+                        .work = part_work(r, p, k)};
     for (int q = 0; q < r->s->nparts; q++)
         ctx.dof.momentum |= (uint32_t)mdf_method_has(r->s->parts[q].method, MDF_METHOD_MOMENTUM) << q;
     for (int h = 0; h < part->nhooks; h++) {
@@ -487,18 +506,18 @@ static void census_view(void *user, const mdf_host_view_args *a, const mdf_sys_i
 {
     (void)res;
     stage_run *r = (stage_run *)user;
-    int64_t left = 0, gone_atoms = 0;
-    int32_t first_busy = r->hi - r->lo + 1;
+    census c = {.step = a->step, .first_busy = r->hi - r->lo + 1, .atoms_known = 1};
     for (int32_t s = 0; s < a->nsys; s++)
         if (sys[s].status >= r->lo && sys[s].status <= r->hi) {
-            left++;
-            if (sys[s].status - r->lo < first_busy) first_busy = sys[s].status - r->lo;
+            int32_t part = sys[s].status - r->lo;
+            c.left++;
+            c.part_atoms[part] += sys[s].natoms;
+            if (part < c.first_busy) c.first_busy = part;
         } else {
-            gone_atoms += sys[s].natoms;
+            c.gone_atoms += sys[s].natoms;
         }
     pthread_mutex_lock(&r->ctl.lock);
-    if (a->step > r->cens[a->shard].step)
-        r->cens[a->shard] = (census){.step = a->step, .left = left, .gone_atoms = gone_atoms, .first_busy = first_busy};
+    if (a->step > r->cens[a->shard].step) r->cens[a->shard] = c;
     pthread_mutex_unlock(&r->ctl.lock);
 }
 
@@ -604,7 +623,7 @@ static mdf_method_ctx part_ctx(stage_run *r, int p, int k, int64_t step)
     return (mdf_method_ctx){.sh = &r->b->shards[k], .work = r->work[p] ? r->work[p][k] : NULL,
                           .params = part->mparams, .p = &part->cfg.params,
                           .dt = mdf_fs_to_internal(part->cfg.params.dt_fs), .status = part->cfg.status,
-                          .step = step, .r_list = r->r_list};
+                          .step = step, .r_list = r->r_list, .task_work = part_work(r, p, k)};
 }
 
 /* The first part that may have systems in shard k: parts before it were

@@ -6,14 +6,14 @@ static int vv_pre(const mdf_method_ctx *c)
 {
     mdf_vv_args a = {.dt = mdf_method_dt(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c)};
     return mdf_insert_vv_pre(mdf_method_pos(c), mdf_method_vel(c), mdf_method_force(c), mdf_method_atoms(c),
-                             mdf_method_sys(c), mdf_method_natoms(c), &a);
+                             mdf_method_sys(c), mdf_method_task_work(c), &a);
 }
 
 static int vv_post(const mdf_method_ctx *c)
 {
     mdf_vv_args a = {.dt = mdf_method_dt(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c)};
     return mdf_insert_vv_post(mdf_method_vel(c), mdf_method_force(c), mdf_method_atoms(c), mdf_method_sys(c),
-                              mdf_method_res(c), mdf_method_natoms(c), &a);
+                              mdf_method_res(c), mdf_method_task_work(c), &a);
 }
 
 static const char *const vv_aliases[] = {"nve", "verlet", NULL};

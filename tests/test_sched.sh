@@ -2,8 +2,9 @@
 # mdflow — tests of `mdflow sched`: a small workflow (four argon clusters,
 # 30 Langevin steps) under eager, lws and dmda with 2 CPU workers exits 0,
 # drops and reruns the dmda runs during which StarPU calibrated its models
-# (a fresh STARPU_HOME), reports the models' prediction error, and runs a
-# calibration first when asked (--calibrate); prints a row per policy,
+# (a fresh STARPU_HOME), reports the models' prediction error, a second run
+# with the same models calibrates nothing, mdflow perfmodels prints them,
+# and --calibrate runs a calibration first; prints a row per policy,
 # writes JSON whose figures hold together (4 systems, both workers' busy +
 # idle + sleeping shares adding to 1, no bytes moved on a machine with one
 # memory node, lws's speed-up 1), a valid SVG and PNG Gantt chart per policy
@@ -48,7 +49,7 @@ EOF
 # ---- 1. usage ------------------------------------------------------------------------
 run "$MDFLOW" sched --help
 if [ "$rc" -eq 0 ] && grep -F 'usage: mdflow sched' "$T/stdout" >/dev/null && grep -F 'STARPU_CALIBRATE=1' "$T/stdout" >/dev/null &&
-   grep -F 'calibrated enough' "$T/stdout" >/dev/null
+   grep -F 'fewer than 10 measurements is not calibrated' "$T/stdout" >/dev/null
 then pass "mdflow sched --help: exit 0, usage, how models are calibrated"
 else fail "mdflow sched --help: exit 0, usage" "exit status $rc"; show stdout "$T/stdout"; fi
 
@@ -75,8 +76,8 @@ done
 if [ -z "$rows" ] && grep -F 'busy/idle/sleeping' sched.stdout >/dev/null; then pass "the table has a row per policy"
 else fail "the table has a row per policy" "missing:$rows"; show stdout sched.stdout; fi
 # A fresh STARPU_HOME: the first dmda run calibrates, is dropped and runs again.
-if grep -F 'dmda: StarPU calibrated performance models during this run' sched.stderr >/dev/null &&
-   ! grep -F 'eager: StarPU calibrated' sched.stderr >/dev/null && ! grep -F 'lws: StarPU calibrated' sched.stderr >/dev/null; then
+if grep -F 'dmda: performance models were calibrated during this run' sched.stderr >/dev/null &&
+   ! grep -F 'eager: performance models were calibrated' sched.stderr >/dev/null && ! grep -F 'lws: performance models were calibrated' sched.stderr >/dev/null; then
     pass "fresh models: the dmda run that calibrated is dropped and run again (only dmda uses models)"
 else fail "fresh models: the dmda run that calibrated is dropped and run again"; show stderr sched.stderr; fi
 if [ ! -e out ] && [ ! -e out.xyz ]; then pass "the workflow's outputs stay out of the current folder"
@@ -119,7 +120,19 @@ assert by["lws"]["speedup"] == 1
 print("3 policies, 4 systems, 2 workers, shares add to 1, lws 1.00x")
 EOF
 
-# ---- 3b. --calibrate ---------------------------------------------------------------------
+# ---- 3b. the models persist: a second run calibrates nothing; mdflow perfmodels ----------
+run "$MDFLOW" sched --policies dmda --no-gantt --json again.json wf.yaml
+if [ "$rc" -eq 0 ] && ! grep -F 'were calibrated' "$T/stderr" >/dev/null &&
+   "$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["policies"][0]; assert p["calibration_runs_dropped"] == 0 and not p["calibrating"] and p["predicted_tasks"] == p["traced_tasks"], p' again.json
+then pass "a second mdflow sched reuses the models in STARPU_HOME (no calibration, every task predicted)"
+else fail "a second mdflow sched reuses the models in STARPU_HOME" "exit status $rc"; show stderr "$T/stderr"; fi
+run "$MDFLOW" perfmodels
+if [ "$rc" -eq 0 ] && grep -F "$STARPU_HOME/.starpu/sampling/mdflow/" "$T/stdout" >/dev/null &&
+   grep -E '^mdf_langevin_pre +cpu +[0-9]+ +[0-9]+ .* yes$' "$T/stdout" >/dev/null &&
+   grep -E '^mdf_model_lj +cpu ' "$T/stdout" >/dev/null; then
+    pass "mdflow perfmodels: the folder, and a calibrated model per codelet that ran"
+else fail "mdflow perfmodels: the folder, and a model per codelet" "exit status $rc"; show stdout "$T/stdout"; fi
+# ---- 3c. --calibrate ---------------------------------------------------------------------
 run "$MDFLOW" sched --policies dmda --no-gantt --calibrate --json cal.json wf.yaml
 if [ "$rc" -eq 0 ] && grep -F 'calibrating the performance models under dmda' "$T/stderr" >/dev/null &&
    "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["calibration_policy"] == "dmda", d' cal.json

@@ -9,6 +9,7 @@
  *   mdflow methods         the registered integrators and optimisers, with their parameters
  *   mdflow models          the registered models, with their parameters
  *   mdflow sched [FILE]    a workflow under each StarPU scheduling policy (tools/sched.c)
+ *   mdflow perfmodels      the codelets' saved performance models
  *   mdflow help | --help   usage
  *
  * Plugins (--plugin PATH.so, MDFLOW_PLUGIN_PATH, a workflow's plugins:) are
@@ -255,6 +256,8 @@ static void usage_main(FILE *fp)
             "             range, unit; set with --param NAME=VALUE or a stage's params:)\n"
             "  models     the registered models with their parameters (scalar, per element, per pair)\n"
             "  plot       a PNG of a --log CSV: mdflow plot LOG.csv [-o OUT.png] (mdflow plot --help)\n"
+            "  perfmodels the codelets' performance models saved in STARPU_HOME (measurements, mean,\n"
+            "             fitted line, calibrated or not)\n"
             "  sched      a workflow under each StarPU scheduling policy: one table (time, rates, worker\n"
             "             shares, transfers, speed-up), JSON and Gantt charts (mdflow sched --help)\n"
             "  version    the version of mdflow, of its plugin API and of StarPU, and CUDA yes/no\n"
@@ -1455,6 +1458,17 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "models")) return listing_command(argc - 1, argv + 1, print_models);
     if (!strcmp(cmd, "run")) return run_workflow_command(argc - 1, argv + 1);
     if (!strcmp(cmd, "sched")) return sched_command(argc - 1, argv + 1, MDF_DEFAULT_WORKFLOW);
+    if (!strcmp(cmd, "perfmodels")) {
+        if (argc > 2) {
+            fprintf(stderr, "mdflow perfmodels: no arguments (STARPU_HOME picks the models)\n");
+            return 2;
+        }
+        if (mdf_runtime_print_perfmodels(stdout) != 0) {
+            fprintf(stderr, "mdflow perfmodels: neither STARPU_HOME nor HOME is set: set one\n");
+            return 1;
+        }
+        return 0;
+    }
     if (!strcmp(cmd, "md") || !strcmp(cmd, "relax")) {
         md_options_init(&o, !strcmp(cmd, "relax") ? CMD_RELAX : CMD_MD);
         int r = parse_options(argc - 1, argv + 1, &o, &err);

@@ -69,6 +69,7 @@ mdf_status sched_report_write(const char *path, const mdf_stage_report *r, mdf_e
     fprintf(fp, "%s\nwall_s %.9g\nsteps %lld\nsystems %lld\natom_steps_per_s %.9g\nbus %lld %lld\n",
             SCHED_REPORT_MAGIC, r->wall_seconds, (long long)r->steps, (long long)r->converged,
             r->atom_steps_per_second, bytes, transfers);
+    fprintf(fp, "uncalibrated %ld\n", mdf_runtime_uncalibrated_predictions());
     write_workers(fp);
     write_trace(fp);
     if (fclose(fp) != 0) return mdf_error_set(err, MDF_ERR_IO, "cannot write the scheduling report %s", path);
@@ -100,7 +101,8 @@ typedef struct sched_run {
     char **codelets;
     gantt_task *trace;             /* seconds from the first task's start */
     model_fit *fit;                /* per codelet: how its model predicted */
-    int calibrating;               /* StarPU said a model was not calibrated */
+    int calibrating;               /* a model was not calibrated in the run */
+    long uncalibrated;             /* predictions mdflow's models could not make */
 } sched_run;
 
 static void run_free(sched_run *r)
@@ -184,6 +186,7 @@ static int parse_line(sched_run *r, char *line, mdf_error *err, mdf_status *st)
     return sscanf(line, "wall_s %lf", &r->wall_s) == 1 || sscanf(line, "steps %lld", &r->steps) == 1 ||
            sscanf(line, "systems %lld", &r->systems) == 1 ||
            sscanf(line, "atom_steps_per_s %lf", &r->atom_steps_per_s) == 1 ||
+           sscanf(line, "uncalibrated %ld", &r->uncalibrated) == 1 ||
            sscanf(line, "bus %lld %lld", &r->bus_bytes, &r->bus_transfers) == 2;
 }
 
@@ -256,18 +259,19 @@ static void usage_sched(FILE *fp, const char *default_workflow)
             "  --no-gantt       no charts\n"
             "  --window T0:T1   draw only seconds T0 to T1 of each run (0 is its first task's start)\n"
             "  --calibrate      first one untimed run with STARPU_CALIBRATE=1 under the first model-based\n"
-            "                   policy (every task measured, the models saved), even if they are calibrated\n"
+            "                   policy, even if the models are calibrated\n"
             "  --no-calibration keep every run as it is, even one during which StarPU calibrated\n"
             "  --help           this text\n\n"
-            "Calibration: the policies named dm* or *heft* place tasks by performance models, which\n"
-            "StarPU keeps in STARPU_HOME (default ~/.starpu). Every mdflow codelet has a history model\n"
-            "keyed by its task's size class (~10%% bins of the shard's atoms). StarPU calls a class\n"
-            "calibrated once it holds 10 measurements; a task of any other class makes it print 'not\n"
-            "calibrated enough' and measure every task of the run. Runs use STARPU_CALIBRATE=0; a run of a\n"
-            "model-based policy that printed that warning is discarded and run again (at most %d times),\n"
-            "so the table times calibrated models where StarPU got there; a row marked * still\n"
-            "calibrated. The 'model err' column: the summed |predicted - measured| task lengths over the\n"
-            "summed measured ones, for the tasks the policy predicted.\n"
+            "Calibration: the policies named dm* or *heft* place tasks by performance models. Every\n"
+            "mdflow codelet's model is fitted by mdflow on the work each task really does (atoms of the\n"
+            "systems it moves), from every task of every run, and kept in STARPU_HOME (mdflow\n"
+            "perfmodels prints them); a model with fewer than 10 measurements is not calibrated, and a\n"
+            "plugin's StarPU history model is not calibrated while StarPU prints 'not calibrated\n"
+            "enough'. A run of a model-based policy that met a model not calibrated is dropped and run\n"
+            "again (at most %d times), so the table times calibrated models, and a second mdflow sched\n"
+            "with the same STARPU_HOME calibrates nothing. The 'model err' column: the summed\n"
+            "|predicted - measured| task lengths over the summed measured ones, for the tasks the\n"
+            "policy predicted.\n"
             "STARPU_NCPU and StarPU's other variables apply to every run.\n"
             "Exit status: 0; 2 for bad usage or a bad workflow; 1 when a run or a chart fails.\n",
             default_workflow, SCHED_REPEATS_MAX, SCHED_CALIBRATION_RUNS);
@@ -449,7 +453,8 @@ static mdf_status run_once(const sched_env *e, const char *policy, int calibrate
                              WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), why);
     }
     mdf_status st = read_report(report, r, err);
-    if (st == MDF_OK) r->calibrating = log_mentions(log, "not calibrated enough");
+    /* mdflow's models say so in the report; a plugin's StarPU model in the log. */
+    if (st == MDF_OK) r->calibrating = r->uncalibrated > 0 || log_mentions(log, "not calibrated enough");
     return st;
 }
 
@@ -485,13 +490,14 @@ static mdf_status run_policy(const sched_env *e, const sched_options *o, sched_r
     for (int k = 0; k < o->repeats && st == MDF_OK; k++) {
         fprintf(stderr, "mdflow sched: %s, run %d of %d\n", res->policy, k + 1, o->repeats);
         st = run_once(e, res->policy, 0, &runs[k], err);
-        /* StarPU measured every task of a run in which a model was not
-         * calibrated, and placed the unknown ones by task counts: not a
-         * timing of the policy. The models are saved at its end. */
+        /* A run in which a model was not calibrated placed those tasks by
+         * queue lengths (and StarPU, for its own models, measured every
+         * task): not a timing of the policy. The models are saved at its
+         * end, so the next run has them. */
         while (st == MDF_OK && o->calibrate && res->uses_models && runs[k].calibrating &&
                res->calibration_runs < SCHED_CALIBRATION_RUNS) {
             res->calibration_runs++;
-            fprintf(stderr, "mdflow sched: %s: StarPU calibrated performance models during this run (STARPU_HOME "
+            fprintf(stderr, "mdflow sched: %s: performance models were calibrated during this run (STARPU_HOME "
                     "%s); its timing is dropped and it runs again\n", res->policy,
                     getenv("STARPU_HOME") ? getenv("STARPU_HOME") : "~/.starpu");
             run_free(&runs[k]);
@@ -562,7 +568,7 @@ static void print_table(const sched_result *res, int n, const char *baseline)
            "predicted (-: a policy without models)");
     int any_calibrating = 0;
     for (int k = 0; k < n; k++) any_calibrating |= res[k].calibrating;
-    printf("%s\n", any_calibrating ? "; *: StarPU was still calibrating in that run (timing not of calibrated "
+    printf("%s\n", any_calibrating ? "; *: models were still calibrating in that run (timing not of calibrated "
                                      "models)" : "");
 }
 

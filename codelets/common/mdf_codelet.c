@@ -24,10 +24,25 @@ void mdf_blob_register(starpu_data_handle_t *handle, int home, uintptr_t ptr, si
     starpu_vector_data_register(handle, home, ptr, (uint32_t)((bytes + unit - 1) / unit), unit);
 }
 
-uint32_t mdf_footprint_by_work(struct starpu_task *task)
+static int64_t task_work(const struct starpu_task *task)
 {
     int64_t work = 0;
     if (task->cl_arg && task->cl_arg_size >= sizeof(int64_t)) memcpy(&work, task->cl_arg, sizeof work);
+    return work;
+}
+
+size_t mdf_size_by_work(struct starpu_task *task, unsigned nimpl)
+{
+    (void)nimpl;
+    /* At least 1: the regression fits log(size), and a task with nothing
+     * to do still costs its launch. */
+    int64_t work = task_work(task);
+    return work > 1 ? (size_t)work : 1u;
+}
+
+uint32_t mdf_footprint_by_work(struct starpu_task *task)
+{
+    int64_t work = task_work(task);
     /* ~10% wide bins: log(work)/log(1.1). */
     uint32_t bin = work > 0 ? (uint32_t)lrint(log((double)work) / log(1.1)) : 0u;
     return starpu_hash_crc32c_be(bin, 0);
@@ -45,16 +60,16 @@ static void mdf_task_discard(struct starpu_task *task)
  * thread sizes its window with it (StarPU's own count is the process's). */
 static _Thread_local uint64_t submitted_here;
 
-int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, int nbuffers,
-               const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes,
-               const char *name)
+struct starpu_task *mdf_task_new(struct starpu_codelet *cl, const void *args, size_t args_size, int nbuffers,
+                                 const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes,
+                                 const char *name)
 {
     struct starpu_task *task = starpu_task_create();
-    if (!task) return -ENOMEM;
+    if (!task) return NULL;
     void *copy = malloc(args_size);
     if (!copy) {
         mdf_task_discard(task);
-        return -ENOMEM;
+        return NULL;
     }
     memcpy(copy, args, args_size);
     task->cl = cl;
@@ -66,7 +81,7 @@ int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, in
     if (nbuffers > STARPU_NMAXBUFS) {
         if (cl->nbuffers != STARPU_VARIABLE_NBUFFERS) {
             mdf_task_discard(task);
-            return -EINVAL;
+            return NULL;
         }
         /* StarPU frees dyn_handles and dyn_modes with the task. */
         task->dyn_handles = malloc(sizeof *task->dyn_handles * (size_t)nbuffers);
@@ -77,7 +92,7 @@ int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, in
             task->dyn_handles = NULL;
             task->dyn_modes = NULL;
             mdf_task_discard(task);
-            return -ENOMEM;
+            return NULL;
         }
     }
     /* Fixed-size codelets declare their modes; setting them per task would
@@ -90,11 +105,42 @@ int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, in
             else task->modes[i] = modes[i];
         }
     }
-    if (mdf_runtime_trace_on()) mdf_runtime_trace_task(task); /* mdflow sched's Gantt charts */
+    return task;
+}
+
+/* Every task's callback, on the worker that ran it (StarPU has set its
+ * profiling interval by then): the model's fit, and mdflow sched's trace. */
+static void task_finished(void *arg)
+{
+    struct starpu_task *task = arg;
+    mdf_perfmodel_observe(task);
+    if (mdf_runtime_trace_on()) mdf_runtime_trace_record(task);
+}
+
+int mdf_task_submit(struct starpu_task *task)
+{
+    if (!task->callback_func) {
+        task->callback_func = task_finished;
+        task->callback_arg = task;
+    }
     int ret = starpu_task_submit(task);
     if (ret != 0) mdf_task_discard(task);
     else submitted_here++;
     return ret;
+}
+
+void mdf_task_drop(struct starpu_task *task)
+{
+    if (task) mdf_task_discard(task);
+}
+
+int mdf_submit(struct starpu_codelet *cl, const void *args, size_t args_size, int nbuffers,
+               const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes,
+               const char *name)
+{
+    if (nbuffers > STARPU_NMAXBUFS && cl->nbuffers != STARPU_VARIABLE_NBUFFERS) return -EINVAL;
+    struct starpu_task *task = mdf_task_new(cl, args, args_size, nbuffers, handles, modes, name);
+    return task ? mdf_task_submit(task) : -ENOMEM;
 }
 
 uint64_t mdf_submit_count(void) { return submitted_here; }

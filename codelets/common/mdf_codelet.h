@@ -1,9 +1,12 @@
 /* mdflow — what every codelet's StarPU glue shares (not used by kernels).
  *
- * Every task's argument struct starts with an int64_t `work` (atoms, or
- * atoms × neighbour slots): the performance-model footprint hashes it in
- * ~10% bins, so history-based models learn a cost per size class and the
- * dmda-family schedulers can place shards of different sizes. */
+ * Every task's argument struct starts with an int64_t `work`: the work the
+ * task will really do (atoms of the systems it moves, as the stage's latest
+ * census counts them; atoms to re-list for list builds, counted by the
+ * binning before them), not the shard's capacity. Every codelet's
+ * performance model predicts from it, fitted by mdflow on every task's
+ * measured length (mdf_perfmodel.c), and the dmda-family schedulers place
+ * the tasks by those predictions. */
 #ifndef MDF_CODELET_H
 #define MDF_CODELET_H
 
@@ -38,18 +41,46 @@
 size_t mdf_blob_padded(size_t bytes);
 void mdf_blob_register(starpu_data_handle_t *handle, int home, uintptr_t ptr, size_t bytes);
 
-/* A history-based model keyed by work size. */
+/* A codelet's performance model, fitted by mdflow on the task's work
+ * (mdf_perfmodel.c says why and how). */
 #define MDF_PERFMODEL(var, name)                                                                   \
     static struct starpu_perfmodel var = {                                                        \
-        .type = STARPU_HISTORY_BASED,                                                             \
+        .type = STARPU_PER_ARCH,                                                                  \
         .symbol = name,                                                                           \
-        .footprint = mdf_footprint_by_work,                                                       \
+        .arch_cost_function = mdf_perfmodel_cost,                                                 \
     }
+
+/* mdf_perfmodel_cost, the models' cost function, is public
+ * (mdflow/extension.h). */
+/* Adds a finished task's measured length to its model's fit (tasks of
+ * other models are ignored). Needs StarPU's task profiling. */
+void mdf_perfmodel_observe(struct starpu_task *task);
+/* Writes every fit that changed to mdf_perfmodels_dir (at shutdown). */
+void mdf_perfmodels_save(void);
+/* $STARPU_HOME (else $HOME)/.starpu/sampling/mdflow/HOSTNAME; -1 when
+ * neither is set or the path does not fit. */
+int mdf_perfmodels_dir(char *out, size_t n);
+/* Predictions asked for so far that found the model not calibrated. */
+long mdf_perfmodels_uncalibrated(void);
+/* Prints the saved models (mdflow perfmodels); -1 without a folder. */
+int mdf_perfmodels_print(FILE *out);
+
+/* mdf_submit in two halves, for a task whose args another task fills in
+ * before it runs (a list build's work, counted by the binning before it):
+ * mdf_task_new makes the task with a heap copy of args (its cl_arg; NULL
+ * when out of memory or for a bad buffer count), mdf_task_submit submits
+ * it (freed when StarPU refuses it), mdf_task_drop frees one never
+ * submitted. */
+struct starpu_task *mdf_task_new(struct starpu_codelet *cl, const void *args, size_t args_size, int nbuffers,
+                                 const starpu_data_handle_t *handles, const enum starpu_data_access_mode *modes,
+                                 const char *name);
+int mdf_task_submit(struct starpu_task *task);
+void mdf_task_drop(struct starpu_task *task);
 
 /* Tasks the calling thread has submitted through mdf_submit so far. */
 uint64_t mdf_submit_count(void);
 
-/* mdf_footprint_by_work and mdf_submit are public (plugins' codelets use
+/* mdf_size_by_work, mdf_footprint_by_work and mdf_submit are public (plugins' codelets use
  * them too): mdflow/extension.h. */
 
 #endif

@@ -1,4 +1,5 @@
 /* mdflow — neighbour-list codelets and their performance models. */
+#include <errno.h>
 #include "nlist_codelet.h"
 #include "../common/mdf_codelet.h"
 
@@ -57,6 +58,39 @@ int mdf_insert_nl_bin(starpu_data_handle_t pos, starpu_data_handle_t sys, starpu
 {
     starpu_data_handle_t h[] = {pos, sys, bins};
     return mdf_submit(&nl_bin_cl, args, sizeof *args, 3, h, NULL, "mdf_nl_bin");
+}
+
+int mdf_insert_nl_bin_builds(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
+                             starpu_data_handle_t bins, const starpu_data_handle_t *lists,
+                             const mdf_nl_bin_args *bin, const mdf_nl_build_args *builds, int nchunks)
+{
+    /* The builds are made first so that the binning can be told where
+     * their work goes; they are submitted after it (data order). */
+    struct starpu_task *tasks[MDF_REDUCE_MAX_CHUNKS];
+    mdf_nl_bin_args b = *bin;
+    int handoff = nchunks <= MDF_REDUCE_MAX_CHUNKS;
+    b.nbuilds = 0;
+    int ret = 0, made = 0;
+    for (int q = 0; handoff && q < nchunks; q++, made++) {
+        starpu_data_handle_t h[] = {pos, atoms, sys, bins, lists[q]};
+        tasks[q] = mdf_task_new(&nl_build_cl, &builds[q], sizeof builds[q], 5, h, NULL, "mdf_nl_build");
+        if (!tasks[q]) {
+            ret = -ENOMEM;
+            break;
+        }
+        b.build_work[q] = &((mdf_nl_build_args *)tasks[q]->cl_arg)->work;
+        b.chunk_begin[q] = builds[q].chunk.atom_begin;
+        b.chunk_end[q] = builds[q].chunk.atom_end;
+    }
+    if (ret == 0 && handoff) b.nbuilds = nchunks;
+    if (ret == 0) ret = mdf_insert_nl_bin(pos, sys, bins, &b);
+    for (int q = 0; q < made; q++) {
+        if (ret == 0) ret = mdf_task_submit(tasks[q]);
+        else mdf_task_drop(tasks[q]);
+    }
+    for (int q = handoff ? nchunks : 0; ret == 0 && q < nchunks; q++)
+        ret = mdf_insert_nl_build(pos, atoms, sys, bins, lists[q], &builds[q]);
+    return ret;
 }
 
 int mdf_insert_nl_build(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,

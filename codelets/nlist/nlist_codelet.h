@@ -5,6 +5,7 @@
 
 #include <starpu.h>
 #include "nlist_kernel.h"
+#include "mdflow/kernel/reduce.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,15 @@ typedef struct mdf_nl_bin_args {
     int32_t big_atoms;
     int32_t big_sys_begin, big_sys_end;
     int32_t big_atom_begin, big_atom_end;
+    /* CPU only: the list builds after this binning, chunk by chunk (atoms
+     * [chunk_begin[q], chunk_end[q])): the binning writes into
+     * *build_work[q] the atoms whose lists the build will make (those of
+     * the systems it binned or re-listed), the build's performance-model
+     * size, before the build is ready to be placed. NULL: not known here
+     * (the build keeps the chunk's atoms). */
+    int32_t nbuilds;
+    int64_t *build_work[MDF_REDUCE_MAX_CHUNKS];
+    int32_t chunk_begin[MDF_REDUCE_MAX_CHUNKS], chunk_end[MDF_REDUCE_MAX_CHUNKS];
 } mdf_nl_bin_args;
 
 /* Default big_atoms: one block bins a system of up to this many atoms (the
@@ -36,7 +46,8 @@ typedef struct mdf_nl_bin_args {
 #define MDF_NL_BIG_ATOMS 16384
 
 typedef struct mdf_nl_build_args {
-    int64_t work;          /* atoms of the chunk times slots */
+    int64_t work;          /* atoms whose lists it makes (set by the binning
+                            * on CPUs), else the chunk's atoms */
     double r_list2;
     mdf_chunk chunk;
 } mdf_nl_build_args;
@@ -64,6 +75,11 @@ int mdf_insert_nl_bin(starpu_data_handle_t pos, starpu_data_handle_t sys, starpu
 int mdf_insert_nl_build(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
                         starpu_data_handle_t bins, starpu_data_handle_t list,
                         const mdf_nl_build_args *args);
+/* The binning and the builds of nchunks chunks (lists[q], builds[q]) as
+ * above, each build's work counted by the binning on CPUs. */
+int mdf_insert_nl_bin_builds(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
+                             starpu_data_handle_t bins, const starpu_data_handle_t *lists,
+                             const mdf_nl_bin_args *bin, const mdf_nl_build_args *builds, int nchunks);
 
 /* Bins, then rebuilds the lists of the single chunk
  * (pos R, atoms R, sys R, bins RW, list RW). */

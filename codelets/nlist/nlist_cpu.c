@@ -84,6 +84,24 @@ static int all_pairs_now(const double *pos, const mdf_sys_info *s, const mdf_nl_
 }
 
 /* buffers: pos R, sys R, bins RW */
+/* The atoms each build after this binning will list (those of systems
+ * binned or re-listed now, within its chunk): the builds' model sizes, so
+ * that a scheduler places a build by what it will do, not by the chunk. */
+static void hand_builds_their_work(const mdf_nl_bin_args *args, const mdf_sys_info *sys, const mdf_nl_bins_view *v)
+{
+    for (int32_t q = 0; q < args->nbuilds; q++) {
+        int64_t atoms = 0;
+        for (int32_t s = 0; s < args->nsys; s++) {
+            if (!v->grid[s].rebuilt) continue;
+            int32_t a0 = sys[s].atom_start, a1 = sys[s].atom_start + sys[s].natoms;
+            if (a0 < args->chunk_begin[q]) a0 = args->chunk_begin[q];
+            if (a1 > args->chunk_end[q]) a1 = args->chunk_end[q];
+            if (a1 > a0) atoms += a1 - a0;
+        }
+        *args->build_work[q] = atoms;
+    }
+}
+
 void mdf_nl_bin_cpu(void *buffers[], void *cl_arg)
 {
     const mdf_nl_bin_args *args = (const mdf_nl_bin_args *)cl_arg;
@@ -119,6 +137,7 @@ void mdf_nl_bin_cpu(void *buffers[], void *cl_arg)
         if (need) mdf_nl_bin_system(pos, si, s, &v, args->r_list);
     }
     v.head->force_rebuild = 0;
+    hand_builds_their_work(args, sys, &v);
 }
 
 static void list_stats(mdf_nl_list_view *l)

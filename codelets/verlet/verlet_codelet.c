@@ -32,21 +32,21 @@ static struct starpu_codelet vv_post_cl = {
 };
 
 int mdf_insert_vv_pre(starpu_data_handle_t pos, starpu_data_handle_t vel, starpu_data_handle_t force,
-                      starpu_data_handle_t atoms, starpu_data_handle_t sys, int64_t natoms,
+                      starpu_data_handle_t atoms, starpu_data_handle_t sys, int64_t work,
                       const mdf_vv_args *args)
 {
     mdf_vv_args t = *args;
-    t.work = natoms;
+    t.work = work; /* atoms of the systems it moves */
     starpu_data_handle_t h[] = {pos, vel, force, atoms, sys};
     return mdf_submit(&vv_pre_cl, &t, sizeof t, 5, h, NULL, "mdf_vv_pre");
 }
 
 int mdf_insert_vv_post(starpu_data_handle_t vel, starpu_data_handle_t force, starpu_data_handle_t atoms,
-                       starpu_data_handle_t sys, starpu_data_handle_t res, int64_t natoms,
+                       starpu_data_handle_t sys, starpu_data_handle_t res, int64_t work,
                        const mdf_vv_args *args)
 {
     mdf_vv_args t = *args;
-    t.work = natoms;
+    t.work = work; /* atoms of the systems it moves */
     starpu_data_handle_t h[] = {vel, force, atoms, sys, res};
     return mdf_submit(&vv_post_cl, &t, sizeof t, 5, h, NULL, "mdf_vv_post");
 }

@@ -16,11 +16,11 @@ void mdf_vv_post_cuda(void *buffers[], void *cl_arg);
 
 /* x += dt v after v += dt/2 F/m, for systems with args->status. */
 int mdf_insert_vv_pre(starpu_data_handle_t pos, starpu_data_handle_t vel, starpu_data_handle_t force,
-                      starpu_data_handle_t atoms, starpu_data_handle_t sys, int64_t natoms,
+                      starpu_data_handle_t atoms, starpu_data_handle_t sys, int64_t work,
                       const mdf_vv_args *args);
 /* v += dt/2 F/m, kinetic energy and step count, for systems with args->status. */
 int mdf_insert_vv_post(starpu_data_handle_t vel, starpu_data_handle_t force, starpu_data_handle_t atoms,
-                       starpu_data_handle_t sys, starpu_data_handle_t res, int64_t natoms,
+                       starpu_data_handle_t sys, starpu_data_handle_t res, int64_t work,
                        const mdf_vv_args *args);
 
 #ifdef __cplusplus

@@ -18,12 +18,13 @@ static const mdf_param_def berendsen_param_defs[] = {
                      "relaxation time of the temperature (dt/tau_fs of the gap closes per step)"),
     MDF_PARAM_END};
 
-/* History-based performance models keyed by the shard's atom count (the
- * args' first field, `work`), so that dmda can place shards of any size. */
+/* mdflow's performance models, fitted on the args' first field, `work`
+ * (mdf_method_task_work: atoms of the systems the task moves), so that dmda
+ * can place tasks of any size (mdflow/extension.h, mdf_perfmodel_cost). */
 static struct starpu_perfmodel berendsen_pre_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "berendsen_pre", .footprint = mdf_footprint_by_work};
+    .type = STARPU_PER_ARCH, .symbol = "berendsen_pre", .arch_cost_function = mdf_perfmodel_cost};
 static struct starpu_perfmodel berendsen_post_model = {
-    .type = STARPU_HISTORY_BASED, .symbol = "berendsen_post", .footprint = mdf_footprint_by_work};
+    .type = STARPU_PER_ARCH, .symbol = "berendsen_post", .arch_cost_function = mdf_perfmodel_cost};
 
 #ifdef PLUGIN_WITH_CUDA
 #define CUDA_FUNC(fn) .cuda_funcs = {fn}, .cuda_flags = {STARPU_CUDA_ASYNC},
@@ -55,7 +56,7 @@ static struct starpu_codelet berendsen_post_cl = {
 static berendsen_args args_of(const mdf_method_ctx *c)
 {
     const berendsen_config *p = (const berendsen_config *)mdf_method_params(c);
-    return (berendsen_args){.work = mdf_method_natoms(c),
+    return (berendsen_args){.work = mdf_method_task_work(c),
                             .dt = mdf_method_dt(c),
                             .kT0 = MDF_KB * mdf_method_temperature(c),
                             .dt_over_tau = mdf_method_dt_fs(c) / p->tau_fs,

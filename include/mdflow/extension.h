@@ -33,10 +33,28 @@ extern "C" {
  *
  * What the built-in codelets use, for a method's or hook's codelets too. */
 
-/* A performance-model footprint for tasks whose cl_arg starts with an
- * int64_t `work` (atoms, or atoms × neighbour slots): ~10% wide bins of it,
- * so that STARPU_HISTORY_BASED models learn a cost per size class and the
- * dmda-family schedulers can place shards of any size. */
+/* Performance models, for tasks whose cl_arg starts with an int64_t `work`:
+ * the work the task will really do (for a method's or hook's task,
+ * mdf_method_task_work / mdf_hook_task_args.work: atoms of the systems it
+ * moves).
+ *
+ * mdf_perfmodel_cost is the cost function of the model every mdflow codelet
+ * has: a struct starpu_perfmodel with .type = STARPU_PER_ARCH, a unique
+ * .symbol and .arch_cost_function = mdf_perfmodel_cost. mdflow measures
+ * every task submitted through mdf_submit (StarPU's task profiling, on by
+ * default) and predicts from those measurements, per symbol and CPU or
+ * CUDA: the mean of the work's ~25% size class, else a least-squares line
+ * over the work, else NaN (not calibrated: fewer than 10 measurements). The
+ * fits persist in STARPU_HOME; `mdflow perfmodels` prints them. Unlike
+ * StarPU's history models, a size class it has not seen never forces StarPU
+ * to calibrate for a whole run.
+ *
+ * mdf_size_by_work is max(work, 1), for a StarPU size_base;
+ * mdf_footprint_by_work keys ~10% wide classes of it, for a
+ * STARPU_HISTORY_BASED model (a mean per class; StarPU forces calibration
+ * for any class with fewer than 10 measurements). */
+double mdf_perfmodel_cost(struct starpu_task *task, struct starpu_perfmodel_arch *arch, unsigned nimpl);
+size_t mdf_size_by_work(struct starpu_task *task, unsigned nimpl);
 uint32_t mdf_footprint_by_work(struct starpu_task *task);
 
 /* Submits one task of codelet cl on the handles with a heap copy of args
@@ -79,6 +97,12 @@ starpu_data_handle_t mdf_method_state(const mdf_method_ctx *c); /* sys_cap mdf_s
 starpu_data_handle_t mdf_method_work(const mdf_method_ctx *c);
 /* Counts: atoms and systems in the shard now, capacities, largest system. */
 int32_t mdf_method_natoms(const mdf_method_ctx *c);
+/* The work of this method's tasks in this shard, for the args' `work` field
+ * (mdf_size_by_work): atoms of the shard's systems with the method's status
+ * at the stage's latest census (every check_interval steps; the shard's
+ * atoms when there is none yet). Not a count to loop over: a system may
+ * have arrived since. */
+int64_t mdf_method_task_work(const mdf_method_ctx *c);
 int32_t mdf_method_nsys(const mdf_method_ctx *c);
 int32_t mdf_method_atom_cap(const mdf_method_ctx *c);
 int32_t mdf_method_sys_cap(const mdf_method_ctx *c);

@@ -106,7 +106,8 @@ mdf_status mdf_hook_create_callback(const char *name, mdf_hook_point point, int6
  * CUDA where it can run on a GPU). Its cl_arg is an mdf_hook_task_args
  * followed by a copy of `arg` (arg_size bytes). */
 typedef struct mdf_hook_task_args {
-    int64_t work;          /* atoms in the shard (performance-model key) */
+    int64_t work;          /* atoms of the stage's systems in the shard at its latest
+                            * census (performance-model size: mdf_size_by_work) */
     int64_t step;          /* the stage's step */
     int32_t status;        /* the stage's status: touch only these systems */
     int32_t nsys;          /* systems in the shard */

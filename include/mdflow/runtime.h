@@ -124,6 +124,16 @@ int mdf_runtime_trace_on(void);
 /* Makes a task about to be submitted record itself at its end (its callback,
  * which must be free). */
 void mdf_runtime_trace_task(void *starpu_task);
+/* Predictions the codelets' performance models were asked for and could
+ * not make yet (too few measurements) since the process started. */
+long mdf_runtime_uncalibrated_predictions(void);
+/* Prints the codelets' saved performance models (mdflow perfmodels): their
+ * folder, then per codelet and arch the measurements, size classes, mean,
+ * line and whether it is calibrated. -1 when neither STARPU_HOME nor HOME
+ * is set. Needs no running StarPU. */
+int mdf_runtime_print_perfmodels(FILE *out);
+/* Records a finished task (from its callback, while a trace records). */
+void mdf_runtime_trace_record(void *starpu_task);
 
 #ifdef __cplusplus
 }
