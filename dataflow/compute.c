@@ -1,5 +1,6 @@
 /* mdflow — the model-evaluation pipeline: neighbour lists, model chunks and
  * their sum, per shard. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -524,8 +525,21 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
                            .all_pairs_volume = c->all_pairs_volume, .big_atoms = c->big_atoms,
                            .big_sys_begin = w->big_sys[0], .big_sys_end = w->big_sys[1],
                            .big_atom_begin = w->big_atoms[0], .big_atom_end = w->big_atoms[1]};
+    /* The model's tasks are made first, so that on CPUs each chunk's list
+     * build can write its model task's work (the chunk's atoms plus its
+     * neighbour pairs) before the task is placed; submitted after the
+     * lists and the auxiliary pass (data order). */
+    int split = w->nchunks > 1;
+    struct starpu_task *model[MDF_REDUCE_MAX_CHUNKS] = {0};
     mdf_status st = MDF_OK;
-    if (w->nchunks == 1 && starpu_cuda_worker_get_count() > 0) {
+    for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
+        mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
+                            .bins = w->bins, .forces = split ? w->fparts[q] : force,
+                            .results = split ? w->rparts[q] : res, .aux = w->aux, .chunk = w->chunks[q],
+                            .flags = flags, .status_lo = lo, .status_hi = hi, .partial = split};
+        if (!(model[q] = mdf_model_prepare(c->m, &t))) st = submitted(-ENOMEM, "the model", k, err);
+    }
+    if (st == MDF_OK && w->nchunks == 1 && starpu_cuda_worker_get_count() > 0) {
         /* With GPUs, binning and the only list in one task: it saves a
          * launch and a dependency hop per step for shards of small systems,
          * and the host could not learn the build's work anyway (the count
@@ -535,36 +549,24 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
                                           .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[0]}};
         st = submitted(mdf_insert_nl_update(sh->pos, sh->atoms, sh->sys, w->bins, w->lists[0], &u),
                        "neighbour lists", k, err);
-    } else {
+    } else if (st == MDF_OK) {
         /* The binning, then each chunk's build, whose work (atoms to list)
          * the binning counts on CPUs: a step that re-lists nothing is a
          * near-empty build, one that re-lists a system costs its atoms,
          * and the dmda family sees which. */
         mdf_nl_build_args builds[MDF_REDUCE_MAX_CHUNKS];
-        int n = w->nchunks <= MDF_REDUCE_MAX_CHUNKS ? w->nchunks : 0;
-        for (int q = 0; q < n; q++)
+        for (int q = 0; q < w->nchunks; q++)
             builds[q] = (mdf_nl_build_args){.work = w->chunks[q].atom_end - w->chunks[q].atom_begin,
-                                            .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q]};
-        if (n > 0)
-            st = submitted(mdf_insert_nl_bin_builds(sh->pos, sh->atoms, sh->sys, w->bins, w->lists, &bin, builds, n),
-                           "neighbour lists", k, err);
-        else
-            st = submitted(mdf_insert_nl_bin(sh->pos, sh->sys, w->bins, &bin), "cell binning", k, err);
-        for (int q = 0; st == MDF_OK && n == 0 && q < w->nchunks; q++) {
-            mdf_nl_build_args build = {.work = w->chunks[q].atom_end - w->chunks[q].atom_begin,
-                                       .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q]};
-            st = submitted(mdf_insert_nl_build(sh->pos, sh->atoms, sh->sys, w->bins, w->lists[q], &build),
-                           "neighbour lists", k, err);
-        }
+                                            .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q],
+                                            .model_work = mdf_model_task_work(model[q])};
+        st = submitted(mdf_insert_nl_bin_builds(sh->pos, sh->atoms, sh->sys, w->bins, w->lists, &bin, builds,
+                                                w->nchunks),
+                       "neighbour lists", k, err);
     }
-    int split = w->nchunks > 1;
     if (st == MDF_OK && w->aux) st = submit_aux_pass(c, k, lo, hi, err);
-    for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
-        mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
-                            .bins = w->bins, .forces = split ? w->fparts[q] : force,
-                            .results = split ? w->rparts[q] : res, .aux = w->aux, .chunk = w->chunks[q],
-                            .flags = flags, .status_lo = lo, .status_hi = hi, .partial = split};
-        st = submitted(mdf_model_insert(c->m, &t), "the model", k, err);
+    for (int q = 0; q < w->nchunks; q++) {
+        if (st == MDF_OK) st = submitted(mdf_task_submit(model[q]), "the model", k, err);
+        else mdf_task_drop(model[q]);
     }
     if (st == MDF_OK && split) {
         mdf_reduce_args r = {.work = sh->natoms, .natoms = sh->natoms, .nsys = sh->nsys, .nchunks = w->nchunks,

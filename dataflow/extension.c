@@ -631,13 +631,21 @@ mdf_status mdf_model_from_setup(const mdf_model_def *d, mdf_model_setup *s, mdf_
     return MDF_OK;
 }
 
-int mdf_model_insert(const mdf_model *m, const mdf_model_task *t)
+struct starpu_task *mdf_model_prepare(const mdf_model *m, const mdf_model_task *t)
 {
     mdf_model_args a = {.work = t->chunk.atom_end - t->chunk.atom_begin, .chunk = t->chunk,
                         .want_virial = (t->flags & MDF_COMPUTE_VIRIAL) != 0, .status_lo = t->status_lo,
                         .status_hi = t->status_hi, .partial = t->partial != 0};
     starpu_data_handle_t h[] = {t->pos, t->atoms, t->sys, t->list, t->bins, t->forces, t->results, m->params, t->aux};
-    return mdf_submit(m->cl, &a, sizeof a, m->aux_cl ? 9 : 8, h, model_modes, m->cl->name);
+    return mdf_task_new(m->cl, &a, sizeof a, m->aux_cl ? 9 : 8, h, model_modes, m->cl->name);
+}
+
+int64_t *mdf_model_task_work(struct starpu_task *task) { return &((mdf_model_args *)task->cl_arg)->work; }
+
+int mdf_model_insert(const mdf_model *m, const mdf_model_task *t)
+{
+    struct starpu_task *task = mdf_model_prepare(m, t);
+    return task ? mdf_task_submit(task) : -ENOMEM;
 }
 
 int mdf_model_insert_aux(const mdf_model *m, const mdf_model_task *t, starpu_data_handle_t aux_rows)

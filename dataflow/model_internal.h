@@ -59,6 +59,12 @@ mdf_status mdf_model_element_error(const mdf_model *m, size_t index, long long i
 
 /* Submits the model's task for one chunk; 0 or StarPU's error code. */
 int mdf_model_insert(const mdf_model *m, const mdf_model_task *t);
+/* mdf_model_insert in two halves (mdf_task_submit or mdf_task_drop the
+ * task): on CPUs the chunk's list build writes the task's work, its atoms
+ * plus neighbour pairs, into *mdf_model_task_work before it is placed.
+ * NULL when out of memory. */
+struct starpu_task *mdf_model_prepare(const mdf_model *m, const mdf_model_task *t);
+int64_t *mdf_model_task_work(struct starpu_task *task);
 /* Submits the auxiliary pass of one chunk, writing `aux_rows` (the chunk's
  * rows, or the shard's whole array when the chunk is the shard's only one). */
 int mdf_model_insert_aux(const mdf_model *m, const mdf_model_task *t, starpu_data_handle_t aux_rows);

@@ -50,6 +50,10 @@ typedef struct mdf_nl_build_args {
                             * on CPUs), else the chunk's atoms */
     double r_list2;
     mdf_chunk chunk;
+    /* CPU only: where the build writes the work of the model task that
+     * reads its list (the chunk's atoms plus neighbour pairs, and the pairs
+     * of its all-pairs systems), before that task is placed; NULL: none. */
+    int64_t *model_work;
 } mdf_nl_build_args;
 
 /* Binning and the lists of a shard's only chunk, as one task: saves a

@@ -143,13 +143,32 @@ void mdf_nl_bin_cpu(void *buffers[], void *cl_arg)
 static void list_stats(mdf_nl_list_view *l)
 {
     int32_t over = 0, maxc = 0;
+    int64_t up = 0;
     for (int32_t i = 0; i < l->head->natoms; i++) {
         int32_t c = l->n_up[i] + l->n_down[i];
         over += c > l->head->slots;
         maxc = c > maxc ? c : maxc;
+        up += l->n_up[i] < l->head->slots ? l->n_up[i] : l->head->slots;
     }
     l->head->overflowed = over;
     l->head->max_count = maxc;
+    mdf_nl_list_set_pairs(l->head, up);
+}
+
+/* The work of the model task on this chunk's list (its performance-model
+ * size): its atoms, the pairs its list holds (as of the last build), and
+ * n(n-1)/2 for each all-pairs system's atoms in the chunk. */
+static int64_t model_work(const mdf_nl_list_view *l, const mdf_sys_info *sys, const mdf_nl_grid *grid,
+                          const mdf_chunk *c)
+{
+    int64_t work = (int64_t)(c->atom_end - c->atom_begin) + mdf_nl_list_pairs(l->head);
+    for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
+        if (!grid[s].all_pairs) continue;
+        int32_t a0 = sys[s].atom_start > c->atom_begin ? sys[s].atom_start : c->atom_begin;
+        int32_t a1 = sys[s].atom_start + sys[s].natoms < c->atom_end ? sys[s].atom_start + sys[s].natoms : c->atom_end;
+        if (a1 > a0) work += (int64_t)(a1 - a0) * (sys[s].natoms - 1) / 2;
+    }
+    return work;
 }
 
 /* The atoms of a cell's neighbourhood (its 3x3x3 block; every cell along a
@@ -329,4 +348,5 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
     }
     candidates_free(&cand);
     if (any) list_stats(&l);
+    if (args->model_work) *args->model_work = model_work(&l, sys, v.grid, c);
 }

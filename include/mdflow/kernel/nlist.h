@@ -154,8 +154,20 @@ typedef struct mdf_nl_list_head {
     int32_t atom_begin;    /* first atom of the chunk within the shard */
     int32_t overflowed;    /* atoms whose neighbours exceeded M at last build */
     int32_t max_count;     /* largest neighbour count seen at last build */
-    int32_t pad[3];
+    uint32_t pairs_lo, pairs_hi; /* entries j > i at the last CPU build (within
+                            * the slots): mdf_nl_list_pairs */
+    int32_t pad;
 } mdf_nl_list_head;
+
+MDF_HD void mdf_nl_list_set_pairs(mdf_nl_list_head *h, int64_t pairs)
+{
+    h->pairs_lo = (uint32_t)((uint64_t)pairs & 0xffffffffu);
+    h->pairs_hi = (uint32_t)((uint64_t)pairs >> 32);
+}
+MDF_HD int64_t mdf_nl_list_pairs(const mdf_nl_list_head *h)
+{
+    return (int64_t)(((uint64_t)h->pairs_hi << 32) | h->pairs_lo);
+}
 
 typedef struct mdf_nl_list_view {
     mdf_nl_list_head *head;
