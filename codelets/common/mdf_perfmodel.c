@@ -46,14 +46,19 @@ typedef struct fit {
 
 typedef struct model_state {
     char symbol[96];
+    pthread_mutex_t lock;                 /* the fits, changed */
     int loaded, changed;
     fit arch[2];                          /* CPU, CUDA */
 } model_state;
 
+/* The registry only grows: a model found is never moved or freed, so a
+ * lookup reads the published count and the symbols without the lock, and
+ * each model's fits have a lock of their own (a model-based policy asks
+ * for a prediction once per worker and task). */
 static struct {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;                 /* adding a model */
     model_state *m[MDF_FIT_MODELS];
-    int n;
+    atomic_int n;
 } models = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_long uncalibrated;
@@ -124,18 +129,30 @@ static void load(model_state *s)
     if (ok) memcpy(s->arch, tmp, sizeof tmp);
 }
 
-/* By symbol: a plugin's model structs come and go with its registration. */
+static model_state *find(const char *symbol, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (!strcmp(models.m[k]->symbol, symbol)) return models.m[k];
+    return NULL;
+}
+
+/* By symbol: a plugin's model structs come and go with its registration.
+ * A new model reads its saved fits before it is published. */
 static model_state *state_of(const struct starpu_perfmodel *pm)
 {
     const char *symbol = pm->symbol ? pm->symbol : "unnamed";
-    for (int k = 0; k < models.n; k++)
-        if (!strcmp(models.m[k]->symbol, symbol)) return models.m[k];
-    if (models.n == MDF_FIT_MODELS) return NULL;
-    model_state *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
-    snprintf(s->symbol, sizeof s->symbol, "%s", symbol);
-    load(s);
-    models.m[models.n++] = s;
+    model_state *s = find(symbol, atomic_load_explicit(&models.n, memory_order_acquire));
+    if (s) return s;
+    pthread_mutex_lock(&models.lock);
+    int n = atomic_load_explicit(&models.n, memory_order_relaxed);
+    if (!(s = find(symbol, n)) && n < MDF_FIT_MODELS && (s = calloc(1, sizeof *s))) {
+        snprintf(s->symbol, sizeof s->symbol, "%s", symbol);
+        pthread_mutex_init(&s->lock, NULL);
+        load(s);
+        models.m[n] = s;
+        atomic_store_explicit(&models.n, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&models.lock);
     return s;
 }
 
@@ -160,10 +177,12 @@ double mdf_perfmodel_cost(struct starpu_task *task, struct starpu_perfmodel_arch
     (void)nimpl;
     if (!task->cl || !task->cl->model) return NAN;
     double w = task_work(task), t = NAN;
-    pthread_mutex_lock(&models.lock);
     model_state *s = state_of(task->cl->model);
-    if (s) t = predict(&s->arch[arch_index(arch)], w);
-    pthread_mutex_unlock(&models.lock);
+    if (s) {
+        pthread_mutex_lock(&s->lock);
+        t = predict(&s->arch[arch_index(arch)], w);
+        pthread_mutex_unlock(&s->lock);
+    }
     if (isnan(t)) atomic_fetch_add(&uncalibrated, 1);
     return t;
 }
@@ -185,9 +204,9 @@ void mdf_perfmodel_observe(struct starpu_task *task)
     if (!(t >= 0.0)) return;
     double w = task_work(task);
     int a = starpu_worker_get_type(info->workerid) == STARPU_CUDA_WORKER;
-    pthread_mutex_lock(&models.lock);
     model_state *s = state_of(task->cl->model);
     if (s) {
+        pthread_mutex_lock(&s->lock);
         fit *f = &s->arch[a];
         if (f->n >= MDF_FIT_KEEP) halve(f);
         f->n += 1, f->sw += w, f->sww += w * w, f->st += t, f->swt += w * t;
@@ -195,8 +214,8 @@ void mdf_perfmodel_observe(struct starpu_task *task)
         f->class_n[c] += 1;
         f->class_t[c] += t;
         s->changed = 1;
+        pthread_mutex_unlock(&s->lock);
     }
-    pthread_mutex_unlock(&models.lock);
 }
 
 long mdf_perfmodels_uncalibrated(void) { return atomic_load(&uncalibrated); }
@@ -238,16 +257,15 @@ static void save(const model_state *s, const char *dir)
 void mdf_perfmodels_save(void)
 {
     char dir[900];
-    pthread_mutex_lock(&models.lock);
-    int any = 0;
-    for (int k = 0; k < models.n; k++) any |= models.m[k]->changed;
-    if (any && mdf_perfmodels_dir(dir, sizeof dir) == 0 && make_dirs(dir) == 0)
-        for (int k = 0; k < models.n; k++)
-            if (models.m[k]->changed) {
-                save(models.m[k], dir);
-                models.m[k]->changed = 0;
-            }
-    pthread_mutex_unlock(&models.lock);
+    int n = atomic_load_explicit(&models.n, memory_order_acquire);
+    if (n == 0 || mdf_perfmodels_dir(dir, sizeof dir) != 0 || make_dirs(dir) != 0) return;
+    for (int k = 0; k < n; k++) {
+        model_state *s = models.m[k];
+        pthread_mutex_lock(&s->lock);
+        if (s->changed) save(s, dir);
+        s->changed = 0;
+        pthread_mutex_unlock(&s->lock);
+    }
 }
 
 /* One saved model, as mdflow perfmodels prints it. */
