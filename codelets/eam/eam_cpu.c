@@ -15,12 +15,6 @@
 #include "mdflow/kernel/nlist.h"
 #include "mdflow/kernel/reduce.h"
 
-static void eam_rows(const mdf_chunk *c, const mdf_sys_info *s, int32_t *i0, int32_t *i1)
-{
-    *i0 = s->atom_start > c->atom_begin ? s->atom_start : c->atom_begin;
-    *i1 = s->atom_start + s->natoms < c->atom_end ? s->atom_start + s->natoms : c->atom_end;
-}
-
 /* Room for the wrapped positions of the systems chunk c touches, indexed
  * like the positions (rows before touch_begin unused). */
 static double *eam_wrapped_alloc(const mdf_chunk *c)
@@ -164,7 +158,7 @@ void mdf_eam_aux_cpu(void *buffers[], void *cl_arg)
         }
         if (!mdf_status_in(sys[s].status, a->status_lo, a->status_hi)) continue;
         int32_t i0, i1;
-        eam_rows(&a->chunk, &sys[s], &i0, &i1);
+        mdf_chunk_rows(&a->chunk, &sys[s], &i0, &i1);
         for (int32_t i = i0; i < i1; i++) rho[i - a->chunk.atom_begin] = 0.0;
         half_density h = {p, atoms, rho, a->chunk.atom_begin};
         eam_pairs(x, w, &sys[s], s, &l, &v, a->chunk.atom_begin, i0, i1, p->cutsq, add_density_pair, &h);
@@ -190,7 +184,7 @@ void mdf_eam_cpu(void *buffers[], void *cl_arg)
     for (int32_t s = a->chunk.sys_begin; s < a->chunk.sys_end; s++) {
         if (!mdf_status_in(sys[s].status, a->status_lo, a->status_hi)) continue;
         int32_t i0, i1;
-        eam_rows(&a->chunk, &sys[s], &i0, &i1);
+        mdf_chunk_rows(&a->chunk, &sys[s], &i0, &i1);
         mdf_sys_result *r = &res[s];
         r->energy = 0.0;
         if (a->want_virial) memset(r->virial, 0, sizeof r->virial);

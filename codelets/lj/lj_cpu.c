@@ -127,18 +127,11 @@ static inline void lj_atom_list(int32_t i, int single, int virial, int wide, con
     for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
 }
 
-/* The atoms [*i0, *i1) of system s whose rows chunk c computes. */
-static void lj_chunk_rows(const mdf_chunk *c, const mdf_sys_info *s, int32_t *i0, int32_t *i1)
-{
-    *i0 = s->atom_start > c->atom_begin ? s->atom_start : c->atom_begin;
-    *i1 = s->atom_start + s->natoms < c->atom_end ? s->atom_start + s->natoms : c->atom_end;
-}
-
 /* Pairs in system s's half lists (the atoms of chunk c). */
 static int64_t lj_list_pairs(const mdf_chunk *c, const mdf_sys_info *s, const mdf_nl_list_view *l)
 {
     int32_t i0, i1;
-    lj_chunk_rows(c, s, &i0, &i1);
+    mdf_chunk_rows(c, s, &i0, &i1);
     int64_t n = 0;
     for (int32_t i = i0; i < i1; i++) n += l->n_up[i - c->atom_begin];
     return n;
@@ -169,7 +162,7 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
     mdf_nl_shifts shift;
     mdf_nl_shifts_init(&shift, &v->grid[sidx], s->cell);
     int32_t i0, i1;
-    lj_chunk_rows(c, s, &i0, &i1);
+    mdf_chunk_rows(c, s, &i0, &i1);
     int32_t M = l->head->slots;
     int single = p->ntypes == 1;
     lj_acc acc;
@@ -250,7 +243,7 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         int32_t t0 = sys[s].atom_start > c->touch_begin ? sys[s].atom_start : c->touch_begin;
         int32_t t1 = sys[s].atom_start + sys[s].natoms;
         if (t1 > c->touch_end) t1 = c->touch_end;
-        if (slice) lj_chunk_rows(c, &sys[s], &t0, &t1);
+        if (slice) mdf_chunk_rows(c, &sys[s], &t0, &t1);
         if (t1 > t0) memset(f + 3 * (size_t)t0, 0, sizeof(double) * 3 * (size_t)(t1 - t0));
         res[s].energy = 0.0;
         if (args->want_virial) memset(res[s].virial, 0, sizeof res[s].virial);

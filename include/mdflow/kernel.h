@@ -128,6 +128,13 @@ typedef struct mdf_chunk {
     int32_t index;                 /* chunk number within the shard */
 } mdf_chunk;
 
+/* The atoms [*i0, *i1) of system s that chunk c owns (empty when none). */
+MDF_HD void mdf_chunk_rows(const mdf_chunk *c, const mdf_sys_info *s, int32_t *i0, int32_t *i1)
+{
+    *i0 = s->atom_start > c->atom_begin ? s->atom_start : c->atom_begin;
+    *i1 = s->atom_start + s->natoms < c->atom_end ? s->atom_start + s->natoms : c->atom_end;
+}
+
 /* Whether a system takes part in work restricted to statuses [lo, hi]. */
 MDF_HD int mdf_status_in(int32_t status, int32_t lo, int32_t hi) { return status >= lo && status <= hi; }
 

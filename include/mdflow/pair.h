@@ -206,8 +206,8 @@ MDF_PAIR_INLINE void mdf_pair_system(const mdf_pair_ctx *c, int32_t sidx, const 
     for (int32_t k = 3 * s->atom_start; k < 3 * (s->atom_start + s->natoms); k++) w[k] = x[k] + v->offset[k];
     mdf_nl_shifts shift;
     mdf_nl_shifts_init(&shift, &v->grid[sidx], s->cell);
-    int32_t i0 = s->atom_start > ch->atom_begin ? s->atom_start : ch->atom_begin;
-    int32_t i1 = s->atom_start + s->natoms < ch->atom_end ? s->atom_start + s->natoms : ch->atom_end;
+    int32_t i0, i1;
+    mdf_chunk_rows(ch, s, &i0, &i1);
     const int32_t M = l->head->slots;
     const int32_t lo = slice ? ch->atom_begin : s->atom_start, hi = slice ? ch->atom_end : s->atom_start + s->natoms;
     mdf_pair_acc acc;
