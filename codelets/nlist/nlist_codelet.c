@@ -66,30 +66,26 @@ int mdf_insert_nl_bin_builds(starpu_data_handle_t pos, starpu_data_handle_t atom
 {
     /* The builds are made first so that the binning can be told where
      * their work goes; they are submitted after it (data order). */
+    if (nchunks > MDF_REDUCE_MAX_CHUNKS) return -EINVAL;
     struct starpu_task *tasks[MDF_REDUCE_MAX_CHUNKS];
     mdf_nl_bin_args b = *bin;
-    int handoff = nchunks <= MDF_REDUCE_MAX_CHUNKS;
-    b.nbuilds = 0;
+    b.nbuilds = nchunks;
     int ret = 0, made = 0;
-    for (int q = 0; handoff && q < nchunks; q++, made++) {
-        starpu_data_handle_t h[] = {pos, atoms, sys, bins, lists[q]};
-        tasks[q] = mdf_task_new(&nl_build_cl, &builds[q], sizeof builds[q], 5, h, NULL, "mdf_nl_build");
-        if (!tasks[q]) {
+    for (; made < nchunks; made++) {
+        starpu_data_handle_t h[] = {pos, atoms, sys, bins, lists[made]};
+        tasks[made] = mdf_task_new(&nl_build_cl, &builds[made], sizeof builds[made], 5, h, NULL, "mdf_nl_build");
+        if (!tasks[made]) {
             ret = -ENOMEM;
             break;
         }
-        b.build_work[q] = &((mdf_nl_build_args *)tasks[q]->cl_arg)->work;
-        b.chunk_begin[q] = builds[q].chunk.atom_begin;
-        b.chunk_end[q] = builds[q].chunk.atom_end;
+        b.build_work[made] = &((mdf_nl_build_args *)tasks[made]->cl_arg)->work;
+        b.chunks[made] = builds[made].chunk;
     }
-    if (ret == 0 && handoff) b.nbuilds = nchunks;
     if (ret == 0) ret = mdf_insert_nl_bin(pos, sys, bins, &b);
     for (int q = 0; q < made; q++) {
         if (ret == 0) ret = mdf_task_submit(tasks[q]);
         else mdf_task_drop(tasks[q]);
     }
-    for (int q = handoff ? nchunks : 0; ret == 0 && q < nchunks; q++)
-        ret = mdf_insert_nl_build(pos, atoms, sys, bins, lists[q], &builds[q]);
     return ret;
 }
 

@@ -29,15 +29,15 @@ typedef struct mdf_nl_bin_args {
     int32_t big_atoms;
     int32_t big_sys_begin, big_sys_end;
     int32_t big_atom_begin, big_atom_end;
-    /* CPU only: the list builds after this binning, chunk by chunk (atoms
-     * [chunk_begin[q], chunk_end[q])): the binning writes into
-     * *build_work[q] the atoms whose lists the build will make (those of
-     * the systems it binned or re-listed), the build's performance-model
-     * size, before the build is ready to be placed. NULL: not known here
-     * (the build keeps the chunk's atoms). */
+    /* CPU only: the nbuilds list builds after this binning, one per chunk
+     * (chunks[q]): the binning writes into *build_work[q] the atoms whose
+     * lists the build will make (those of the systems it binned or
+     * re-listed), the build's performance-model size, before the build is
+     * ready to be placed. nbuilds 0: none (the builds keep their chunk's
+     * atoms). */
     int32_t nbuilds;
     int64_t *build_work[MDF_REDUCE_MAX_CHUNKS];
-    int32_t chunk_begin[MDF_REDUCE_MAX_CHUNKS], chunk_end[MDF_REDUCE_MAX_CHUNKS];
+    mdf_chunk chunks[MDF_REDUCE_MAX_CHUNKS];
 } mdf_nl_bin_args;
 
 /* Default big_atoms: one block bins a system of up to this many atoms (the
@@ -79,8 +79,9 @@ int mdf_insert_nl_bin(starpu_data_handle_t pos, starpu_data_handle_t sys, starpu
 int mdf_insert_nl_build(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
                         starpu_data_handle_t bins, starpu_data_handle_t list,
                         const mdf_nl_build_args *args);
-/* The binning and the builds of nchunks chunks (lists[q], builds[q]) as
- * above, each build's work counted by the binning on CPUs. */
+/* The binning and the builds of nchunks chunks (lists[q], builds[q],
+ * nchunks <= MDF_REDUCE_MAX_CHUNKS) as above, each build's work counted by
+ * the binning on CPUs. */
 int mdf_insert_nl_bin_builds(starpu_data_handle_t pos, starpu_data_handle_t atoms, starpu_data_handle_t sys,
                              starpu_data_handle_t bins, const starpu_data_handle_t *lists,
                              const mdf_nl_bin_args *bin, const mdf_nl_build_args *builds, int nchunks);

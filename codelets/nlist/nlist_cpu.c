@@ -83,25 +83,25 @@ static int all_pairs_now(const double *pos, const mdf_sys_info *s, const mdf_nl_
     return volume <= a->all_pairs_volume;
 }
 
-/* buffers: pos R, sys R, bins RW */
 /* The atoms each build after this binning will list (those of systems
  * binned or re-listed now, within its chunk): the builds' model sizes, so
  * that a scheduler places a build by what it will do, not by the chunk. */
 static void hand_builds_their_work(const mdf_nl_bin_args *args, const mdf_sys_info *sys, const mdf_nl_bins_view *v)
 {
     for (int32_t q = 0; q < args->nbuilds; q++) {
+        const mdf_chunk *c = &args->chunks[q];
         int64_t atoms = 0;
-        for (int32_t s = 0; s < args->nsys; s++) {
+        for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
             if (!v->grid[s].rebuilt) continue;
-            int32_t a0 = sys[s].atom_start, a1 = sys[s].atom_start + sys[s].natoms;
-            if (a0 < args->chunk_begin[q]) a0 = args->chunk_begin[q];
-            if (a1 > args->chunk_end[q]) a1 = args->chunk_end[q];
+            int32_t a0, a1;
+            mdf_chunk_rows(c, &sys[s], &a0, &a1);
             if (a1 > a0) atoms += a1 - a0;
         }
         *args->build_work[q] = atoms;
     }
 }
 
+/* buffers: pos R, sys R, bins RW */
 void mdf_nl_bin_cpu(void *buffers[], void *cl_arg)
 {
     const mdf_nl_bin_args *args = (const mdf_nl_bin_args *)cl_arg;
@@ -164,8 +164,8 @@ static int64_t model_work(const mdf_nl_list_view *l, const mdf_sys_info *sys, co
     int64_t work = (int64_t)(c->atom_end - c->atom_begin) + mdf_nl_list_pairs(l->head);
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         if (!grid[s].all_pairs) continue;
-        int32_t a0 = sys[s].atom_start > c->atom_begin ? sys[s].atom_start : c->atom_begin;
-        int32_t a1 = sys[s].atom_start + sys[s].natoms < c->atom_end ? sys[s].atom_start + sys[s].natoms : c->atom_end;
+        int32_t a0, a1;
+        mdf_chunk_rows(c, &sys[s], &a0, &a1);
         if (a1 > a0) work += (int64_t)(a1 - a0) * (sys[s].natoms - 1) / 2;
     }
     return work;
@@ -326,9 +326,8 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
         /* A relist builds from the positions of the binning, as it did. */
         const double *pos = v.grid[s].rebuilt == MDF_NL_RELISTED ? v.ref_pos : x;
         const mdf_sys_info *si = &sys[s];
-        int32_t i0 = si->atom_start > c->atom_begin ? si->atom_start : c->atom_begin;
-        int32_t i1 = si->atom_start + si->natoms;
-        if (i1 > c->atom_end) i1 = c->atom_end;
+        int32_t i0, i1;
+        mdf_chunk_rows(c, si, &i0, &i1);
         /* A neighbourhood holds at most the whole system, through the
          * translations small cells try. */
         const int64_t need = candidates_needed(&v.grid[s], si->natoms);
