@@ -340,10 +340,11 @@ static int trace_codelet(const char *name)
     return (int)trace.ncodelets++;
 }
 
-/* The task's callback, on the worker that ran it: StarPU has set the
- * profiling interval by then. */
 long mdf_runtime_uncalibrated_predictions(void) { return mdf_perfmodels_uncalibrated(); }
 int mdf_runtime_print_perfmodels(FILE *out) { return mdf_perfmodels_print(out); }
+
+/* From the task's callback, on the worker that ran it: StarPU has set the
+ * profiling interval by then. */
 
 void mdf_runtime_trace_record(void *starpu_task)
 {

@@ -443,6 +443,11 @@ static int64_t part_work(stage_run *r, int p, int k)
 static mdf_status submit_hooks(stage_run *r, int p, int k, mdf_hook_point point, int64_t step, mdf_error *err)
 {
     stage_part *part = &r->s->parts[p];
+    /* Most points of most steps have no hook due: no context (and no census
+     * read under the lock) for them. */
+    int due = 0;
+    for (int h = 0; h < part->nhooks && !due; h++) due = hook_due(part->hooks[h], point, step);
+    if (!due) return MDF_OK;
     mdf_hook_ctx ctx = {.b = r->b, .sh = &r->b->shards[k], .token = r->tokens[k], .point = point, .step = step,
                         .first_row = r->first_row[k], .status = part->cfg.status,
                         .target = part->cfg.converged_status, .ctl = &r->ctl,

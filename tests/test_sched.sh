@@ -1,7 +1,7 @@
 #!/bin/sh
 # mdflow — tests of `mdflow sched`: a small workflow (four argon clusters,
 # 30 Langevin steps) under eager, lws and dmda with 2 CPU workers exits 0,
-# drops and reruns the dmda runs during which StarPU calibrated its models
+# drops and reruns the dmda runs that met models not yet calibrated
 # (a fresh STARPU_HOME), reports the models' prediction error, a second run
 # with the same models calibrates nothing, mdflow perfmodels prints them,
 # and --calibrate runs a calibration first; prints a row per policy,

@@ -232,7 +232,8 @@ typedef struct sched_options {
                                     * 2: and a calibration run first */
 } sched_options;
 
-/* Runs of a model-based policy thrown away because StarPU calibrated. */
+/* Runs of a model-based policy thrown away because a model was not
+ * calibrated in them. */
 #define SCHED_CALIBRATION_RUNS 3
 
 static void usage_sched(FILE *fp, const char *default_workflow)
@@ -260,7 +261,7 @@ static void usage_sched(FILE *fp, const char *default_workflow)
             "  --window T0:T1   draw only seconds T0 to T1 of each run (0 is its first task's start)\n"
             "  --calibrate      first one untimed run with STARPU_CALIBRATE=1 under the first model-based\n"
             "                   policy, even if the models are calibrated\n"
-            "  --no-calibration keep every run as it is, even one during which StarPU calibrated\n"
+            "  --no-calibration keep every run as it is, even one that met a model not calibrated\n"
             "  --help           this text\n\n"
             "Calibration: the policies named dm* or *heft* place tasks by performance models. Every\n"
             "mdflow codelet's model is fitted by mdflow on the work each task really does (atoms of the\n"
@@ -461,7 +462,7 @@ static mdf_status run_once(const sched_env *e, const char *policy, int calibrate
 typedef struct sched_result {
     const char *policy;
     int uses_models;
-    int calibration_runs;          /* runs dropped because StarPU calibrated */
+    int calibration_runs;          /* runs dropped because a model was not calibrated */
     int calibrating;               /* a kept run still calibrated */
     double walls[SCHED_REPEATS_MAX];
     sched_run median;              /* the median run's report */

@@ -34,8 +34,8 @@ static int64_t task_work(const struct starpu_task *task)
 size_t mdf_size_by_work(struct starpu_task *task, unsigned nimpl)
 {
     (void)nimpl;
-    /* At least 1: the regression fits log(size), and a task with nothing
-     * to do still costs its launch. */
+    /* At least 1: a task with nothing to do still costs its launch, and
+     * StarPU's regression models fit log(size). */
     int64_t work = task_work(task);
     return work > 1 ? (size_t)work : 1u;
 }

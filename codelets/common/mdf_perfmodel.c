@@ -47,7 +47,7 @@ typedef struct fit {
 typedef struct model_state {
     char symbol[96];
     pthread_mutex_t lock;                 /* the fits, changed */
-    int loaded, changed;
+    int changed;
     fit arch[2];                          /* CPU, CUDA */
 } model_state;
 
@@ -91,20 +91,17 @@ int mdf_perfmodels_dir(char *out, size_t n)
     return len > 0 && (size_t)len < n ? 0 : -1;
 }
 
-static int model_path(const model_state *s, char *out, size_t n)
+static int model_path(const char *dir, const model_state *s, char *out, size_t n)
 {
-    char dir[900];
-    if (mdf_perfmodels_dir(dir, sizeof dir) != 0) return -1;
     int len = snprintf(out, n, "%s/%s", dir, s->symbol);
     return len > 0 && (size_t)len < n ? 0 : -1;
 }
 
-/* Reads a saved fit; a missing or foreign file leaves it empty. */
-static void load(model_state *s)
+/* Reads a saved fit from dir; a missing or foreign file leaves it empty. */
+static void load(model_state *s, const char *dir)
 {
-    s->loaded = 1;
     char path[1024];
-    if (model_path(s, path, sizeof path) != 0) return;
+    if (model_path(dir, s, path, sizeof path) != 0) return;
     FILE *fp = fopen(path, "r");
     if (!fp) return;
     char line[256];
@@ -148,7 +145,8 @@ static model_state *state_of(const struct starpu_perfmodel *pm)
     if (!(s = find(symbol, n)) && n < MDF_FIT_MODELS && (s = calloc(1, sizeof *s))) {
         snprintf(s->symbol, sizeof s->symbol, "%s", symbol);
         pthread_mutex_init(&s->lock, NULL);
-        load(s);
+        char dir[900];
+        if (mdf_perfmodels_dir(dir, sizeof dir) == 0) load(s, dir);
         models.m[n] = s;
         atomic_store_explicit(&models.n, n + 1, memory_order_release);
     }
@@ -236,7 +234,7 @@ static int make_dirs(const char *path)
 static void save(const model_state *s, const char *dir)
 {
     char path[1024], tmp[1100];
-    if (model_path(s, path, sizeof path) != 0) return;
+    if (model_path(dir, s, path, sizeof path) != 0) return;
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     FILE *fp = fopen(tmp, "w");
     if (!fp) return;
@@ -251,7 +249,6 @@ static void save(const model_state *s, const char *dir)
     int ok = fclose(fp) == 0;
     if (ok && rename(tmp, path) == 0) return;
     remove(tmp);
-    (void)dir;
 }
 
 void mdf_perfmodels_save(void)
@@ -309,7 +306,7 @@ int mdf_perfmodels_print(FILE *out)
         if (!names[i]) continue;
         model_state s = {0};
         snprintf(s.symbol, sizeof s.symbol, "%s", names[i]);
-        load(&s);
+        load(&s, dir);
         for (int a = 0; a < 2; a++)
             if (s.arch[a].n > 0) print_fit(out, s.symbol, a, &s.arch[a]);
         free(names[i]);
