@@ -6,6 +6,7 @@
 #include <string.h>
 #include "batch_internal.h"
 #include "../codelets/nlist/nlist_kernel.h"
+#include "mdflow/runtime.h"
 
 /* Atoms closer than this (Å) are "on top of each other". */
 #define MDF_OVERLAP_TOLERANCE 1.0e-6
@@ -24,7 +25,7 @@ int mdf_batch_nshards(const mdf_batch *b) { return b->nshards; }
 
 int mdf_batch_default_shards(size_t nsystems, int64_t natoms)
 {
-    int workers = (int)starpu_worker_get_count();
+    int workers = mdf_runtime_plan_workers();
     if (workers < 1) workers = 1;
     int64_t by_size = natoms / MDF_SHARD_MIN_ATOMS;
     int64_t n = 4 * (int64_t)workers;
@@ -592,7 +593,7 @@ void mdf_batch_destroy(mdf_batch *b)
         starpu_data_handle_t hs[MDF_SHARD_HANDLES];
         shard_handles(s, hs);
         for (int h = 0; h < MDF_SHARD_HANDLES; h++)
-            if (hs[h]) starpu_data_unregister(hs[h]);
+            if (hs[h]) mdf_data_unregister(hs[h]);
     }
     free_arrays(b);
     free(b);
@@ -607,7 +608,7 @@ mdf_status mdf_batch_sync(mdf_batch *b, mdf_error *err)
         for (int h = 0; h < MDF_SHARD_HANDLES; h++) {
             /* Acquire then release: waits for writers and leaves a valid copy
              * in main memory, where the batch's arrays are. */
-            int ret = starpu_data_acquire(hs[h], STARPU_R);
+            int ret = mdf_data_acquire(hs[h], STARPU_R);
             if (ret != 0)
                 return mdf_error_set(err, MDF_ERR_STARPU, "could not bring shard %d to host memory (%d)",
                                      k, ret);
@@ -770,9 +771,9 @@ mdf_status mdf_batch_set_frozen(mdf_batch *b, size_t i, int64_t atom, int frozen
     const mdf_shard *sh = mdf_batch_slot_shard(b, slot);
     /* Tasks may hold the atoms and the systems (whose frozen count the
      * degrees of freedom use): take both for writing through StarPU. */
-    if (starpu_data_acquire(sh->atoms, STARPU_RW) != 0)
+    if (mdf_data_acquire(sh->atoms, STARPU_RW) != 0)
         return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's atoms", sh->index);
-    if (starpu_data_acquire(sh->sys, STARPU_RW) != 0) {
+    if (mdf_data_acquire(sh->sys, STARPU_RW) != 0) {
         starpu_data_release(sh->atoms);
         return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's systems", sh->index);
     }
@@ -810,7 +811,7 @@ mdf_status mdf_batch_acquire_all(mdf_batch *b, mdf_error *err)
         starpu_data_handle_t hs[MDF_SHARD_HANDLES];
         shard_handles(&b->shards[k], hs);
         for (int h = 0; h < MDF_SHARD_HANDLES; h++)
-            if (starpu_data_acquire(hs[h], STARPU_RW) != 0) {
+            if (mdf_data_acquire(hs[h], STARPU_RW) != 0) {
                 /* Give back what was taken before failing. */
                 for (int g = h - 1; g >= 0; g--) starpu_data_release(hs[g]);
                 for (int j = k - 1; j >= 0; j--) {

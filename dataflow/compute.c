@@ -11,6 +11,7 @@
 #include "../codelets/reduce/reduce_codelet.h"
 #include "../codelets/common/mdf_codelet.h"
 #include "../codelets/gather/gather_codelet.h"
+#include "mdflow/runtime.h"
 
 #define MDF_DEFAULT_SKIN 1.0
 /* Automatic chunk size: enough chunks for every worker to share a batch
@@ -270,18 +271,18 @@ static mdf_status create_aux(const mdf_compute *c, const mdf_shard *sh, shard_ws
 static void destroy_shard_ws(shard_ws *w)
 {
     for (int k = 0; k < w->nchunks; k++) {
-        if (w->auxparts[k]) starpu_data_unregister(w->auxparts[k]);
+        if (w->auxparts[k]) mdf_data_unregister(w->auxparts[k]);
         free(w->auxpart_mem[k]);
-        if (w->lists[k]) starpu_data_unregister(w->lists[k]);
-        if (w->fparts[k]) starpu_data_unregister(w->fparts[k]);
-        if (w->rparts[k]) starpu_data_unregister(w->rparts[k]);
+        if (w->lists[k]) mdf_data_unregister(w->lists[k]);
+        if (w->fparts[k]) mdf_data_unregister(w->fparts[k]);
+        if (w->rparts[k]) mdf_data_unregister(w->rparts[k]);
         free(w->list_mem[k]);
         lazy_free(w->fpart_mem[k], w->fpart_bytes);
         free(w->rpart_mem[k]);
     }
-    if (w->aux) starpu_data_unregister(w->aux);
+    if (w->aux) mdf_data_unregister(w->aux);
     free(w->aux_mem);
-    if (w->bins) starpu_data_unregister(w->bins);
+    if (w->bins) mdf_data_unregister(w->bins);
     free(w->bins_mem);
     free(w->systems);
 }
@@ -291,7 +292,7 @@ static void destroy_shard_ws(shard_ws *w)
  * MDF_CHUNK_SLICE). */
 static int32_t auto_chunk_atoms(const mdf_batch *b)
 {
-    int workers = (int)starpu_worker_get_count();
+    int workers = mdf_runtime_plan_workers();
     int64_t t = b->natoms / (2 * (workers > 0 ? workers : 1));
     return (int32_t)(t < MDF_CHUNK_MIN ? MDF_CHUNK_MIN : t > MDF_CHUNK_MAX ? MDF_CHUNK_MAX : t);
 }
@@ -371,12 +372,12 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
     int automatic = c->cfg.chunk_atoms == 0;
     if (automatic) c->cfg.chunk_atoms = auto_chunk_atoms(b);
     c->slice_atoms = automatic ? MDF_CHUNK_SLICE : c->cfg.chunk_atoms;
-    c->group_atoms = automatic && b->nshards >= (int)starpu_worker_get_count() ? INT32_MAX : c->cfg.chunk_atoms;
+    c->group_atoms = automatic && b->nshards >= mdf_runtime_plan_workers() ? INT32_MAX : c->cfg.chunk_atoms;
     c->r_list = mdf_model_list_radius(m, c->cfg.skin);
     /* Small open systems skip the lists when only CPUs evaluate the model:
      * whole in a chunk, and a box of at most all_pairs_ratio list spheres
      * (all pairs then number at most about that many times the listed ones). */
-    if (starpu_cuda_worker_get_count() == 0 && m->all_pairs_atoms > 0) {
+    if (mdf_runtime_plan_cuda_workers() == 0 && m->all_pairs_atoms > 0) {
         c->all_pairs_atoms = m->all_pairs_atoms < c->slice_atoms ? m->all_pairs_atoms : c->slice_atoms;
         c->all_pairs_small = m->all_pairs_small;
         c->all_pairs_volume = m->all_pairs_ratio * 4.0 / 3.0 * M_PI * c->r_list * c->r_list * c->r_list;
@@ -447,9 +448,9 @@ static mdf_status carry_shard(mdf_compute *to, const mdf_compute *from, int k, m
 {
     shard_ws *o = &from->ws[k], *n = &to->ws[k];
     if (n->nsys == 0 || o->nsys == 0) return MDF_OK;
-    if (starpu_data_acquire(o->bins, STARPU_R) != 0)
+    if (mdf_data_acquire(o->bins, STARPU_R) != 0)
         return mdf_error_set(err, MDF_ERR_STARPU, "could not read shard %d's bins", k);
-    if (starpu_data_acquire(n->bins, STARPU_RW) != 0) {
+    if (mdf_data_acquire(n->bins, STARPU_RW) != 0) {
         starpu_data_release(o->bins);
         return mdf_error_set(err, MDF_ERR_STARPU, "could not write shard %d's bins", k);
     }
@@ -468,7 +469,7 @@ static mdf_status carry_shard(mdf_compute *to, const mdf_compute *from, int k, m
 mdf_status mdf_compute_carry_lists(mdf_compute *to, const mdf_compute *from, mdf_error *err)
 {
     /* GPU bins kernels rebuild every list on a relist anyway. */
-    if (!from || starpu_cuda_worker_get_count() > 0) return MDF_OK;
+    if (!from || mdf_runtime_plan_cuda_workers() > 0) return MDF_OK;
     mdf_status st = MDF_OK;
     for (int k = 0; st == MDF_OK && k < to->b->nshards; k++) st = carry_shard(to, from, k, err);
     return st;
@@ -539,7 +540,7 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
                             .flags = flags, .status_lo = lo, .status_hi = hi, .partial = split};
         if (!(model[q] = mdf_model_prepare(c->m, &t))) st = submitted(-ENOMEM, "the model", k, err);
     }
-    if (st == MDF_OK && w->nchunks == 1 && starpu_cuda_worker_get_count() > 0) {
+    if (st == MDF_OK && w->nchunks == 1 && mdf_runtime_plan_cuda_workers() > 0) {
         /* With GPUs, binning and the only list in one task: it saves a
          * launch and a dependency hop per step for shards of small systems,
          * and the host could not learn the build's work anyway (the count
@@ -593,7 +594,7 @@ static int32_t shard_count_status(const mdf_batch *b, int k, int32_t status)
 {
     const mdf_shard *sh = &b->shards[k];
     int32_t n = 0;
-    if (sh->nsys == 0 || starpu_data_acquire(sh->sys, STARPU_R) != 0) return sh->nsys;
+    if (sh->nsys == 0 || mdf_data_acquire(sh->sys, STARPU_R) != 0) return sh->nsys;
     for (int32_t s = 0; s < sh->nsys; s++) n += b->sys[sh->sys_off + s].status == status;
     starpu_data_release(sh->sys);
     return n;
@@ -605,12 +606,12 @@ static mdf_status copy_virials(mdf_batch *b, int k, int32_t status, starpu_data_
                                const mdf_sys_result *tmp, mdf_error *err)
 {
     const mdf_shard *sh = &b->shards[k];
-    if (starpu_data_acquire(scratch, STARPU_R) != 0) goto fail;
-    if (starpu_data_acquire(sh->sys, STARPU_R) != 0) {
+    if (mdf_data_acquire(scratch, STARPU_R) != 0) goto fail;
+    if (mdf_data_acquire(sh->sys, STARPU_R) != 0) {
         starpu_data_release(scratch);
         goto fail;
     }
-    if (starpu_data_acquire(sh->res, STARPU_RW) != 0) {
+    if (mdf_data_acquire(sh->res, STARPU_RW) != 0) {
         starpu_data_release(sh->sys);
         starpu_data_release(scratch);
         goto fail;
@@ -651,8 +652,8 @@ static mdf_status scratch_create(const mdf_shard *sh, shard_scratch *s, mdf_erro
 
 static void scratch_destroy(shard_scratch *s)
 {
-    if (s->force_h) starpu_data_unregister(s->force_h);
-    if (s->res_h) starpu_data_unregister(s->res_h);
+    if (s->force_h) mdf_data_unregister(s->force_h);
+    if (s->res_h) mdf_data_unregister(s->res_h);
     free(s->force);
     free(s->res);
 }
@@ -678,7 +679,7 @@ mdf_status mdf_compute_refresh_virials(mdf_batch *b, mdf_model *m, double skin, 
         if (st == MDF_OK)
             st = submit_evaluation(c, k, MDF_COMPUTE_VIRIAL, status, status, sc[k].force_h, sc[k].res_h, err);
     }
-    starpu_task_wait_for_all();
+    mdf_task_wait_for_all();
     for (int k = 0; st == MDF_OK && k < b->nshards; k++)
         if (sc[k].res_h) st = copy_virials(b, k, status, sc[k].res_h, sc[k].res, err);
     for (int k = 0; sc && k < b->nshards; k++) scratch_destroy(&sc[k]);
@@ -697,13 +698,13 @@ mdf_status mdf_compute_get_stats(mdf_compute *c, mdf_compute_stats *out, mdf_err
         shard_ws *w = &c->ws[k];
         const mdf_shard *sh = &c->b->shards[k];
         out->nchunks += w->nchunks;
-        if (starpu_data_acquire(w->bins, STARPU_R) != 0)
+        if (mdf_data_acquire(w->bins, STARPU_R) != 0)
             return mdf_error_set(err, MDF_ERR_STARPU, "could not read shard %d's bins", k);
         mdf_nl_bins_view v = mdf_nl_bins_map(w->bins_mem);
         for (int32_t s = 0; s < sh->nsys; s++) out->rebuilds += v.grid[s].nbuilds;
         starpu_data_release(w->bins);
         for (int q = 0; q < w->nchunks; q++) {
-            if (starpu_data_acquire(w->lists[q], STARPU_R) != 0)
+            if (mdf_data_acquire(w->lists[q], STARPU_R) != 0)
                 return mdf_error_set(err, MDF_ERR_STARPU, "could not read shard %d's lists", k);
             const mdf_nl_list_head *h = (const mdf_nl_list_head *)w->list_mem[q];
             out->overflowed_atoms += h->overflowed;
@@ -719,7 +720,7 @@ int64_t mdf_compute_system_rebuilds(mdf_compute *c, size_t i)
     int64_t slot = c->b->sys_slot[i];
     const mdf_shard *sh = mdf_batch_slot_shard(c->b, slot);
     shard_ws *w = &c->ws[sh->index];
-    if (starpu_data_acquire(w->bins, STARPU_R) != 0) return -1;
+    if (mdf_data_acquire(w->bins, STARPU_R) != 0) return -1;
     int64_t n = mdf_nl_bins_map(w->bins_mem).grid[slot - sh->sys_off].nbuilds;
     starpu_data_release(w->bins);
     return n;

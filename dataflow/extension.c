@@ -16,6 +16,7 @@
 #include "mdflow/frame.h"
 #include "model_internal.h"
 #include "../codelets/common/mdf_codelet.h"
+#include "mdflow/runtime.h"
 
 typedef struct entry {
     const void *def;
@@ -659,7 +660,7 @@ int mdf_model_insert_aux(const mdf_model *m, const mdf_model_task *t, starpu_dat
 void mdf_model_destroy(mdf_model *m)
 {
     if (!m) return;
-    starpu_data_unregister(m->params);
+    mdf_data_unregister(m->params);
     if (m->def->destroy) m->def->destroy(m->blob);
     free(m->blob);
     free(m);

@@ -342,6 +342,11 @@ static int trace_codelet(const char *name)
 
 long mdf_runtime_uncalibrated_predictions(void) { return mdf_perfmodels_uncalibrated(); }
 int mdf_runtime_print_perfmodels(FILE *out) { return mdf_perfmodels_print(out); }
+int mdf_runtime_perfmodels_dir(char *out, size_t n) { return mdf_perfmodels_dir(out, n); }
+int mdf_runtime_merge_perfmodels(const char *cpu_dir, const char *cuda_dir, const char *out_dir, int *cuda_models)
+{
+    return mdf_perfmodels_merge(cpu_dir, cuda_dir, out_dir, cuda_models);
+}
 
 /* From the task's callback, on the worker that ran it: StarPU has set the
  * profiling interval by then. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include "transport.h"
+#include "mdflow/runtime.h"
 
 #ifndef MDF_HAVE_MPI
 
@@ -172,7 +173,7 @@ static void header_arrived(mdf_transport *t, int p)
 {
     peer *pe = &t->peers[p];
     /* Acquire: the data is in our buffer, whatever path StarPU-MPI took. */
-    starpu_data_acquire(pe->hdr_handle, STARPU_R);
+    mdf_data_acquire(pe->hdr_handle, STARPU_R);
     mdf_msg_hdr h = pe->hdr;
     starpu_data_release(pe->hdr_handle);
     pthread_mutex_lock(&t->lock);

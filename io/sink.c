@@ -16,6 +16,7 @@
 #include "../dataflow/batch_internal.h"
 #include "../codelets/sink/sink_codelet.h"
 #include "mdflow/extension.h"
+#include "mdflow/runtime.h"
 
 #define MDF_SINK_MAX_MEMBERS 8
 
@@ -335,7 +336,7 @@ mdf_status mdf_sink_chain(mdf_sink **sinks, int n, mdf_sink **out, mdf_error *er
  * lengths are learnt without moving the storage). */
 static void set_length_mirror(mdf_sink *m, int64_t nsys, int64_t natoms)
 {
-    if (starpu_data_acquire(m->len, STARPU_W) != 0) return;
+    if (mdf_data_acquire(m->len, STARPU_W) != 0) return;
     m->len_mem[0] = nsys;
     m->len_mem[1] = natoms;
     starpu_data_release(m->len);
@@ -350,7 +351,7 @@ void mdf_sink_wait(mdf_sink *s)
     for (int j = 0; j < s->nmembers; j++) {
         mdf_sink *m = s->members[j];
         starpu_data_handle_t h = m->kind == SINK_DEVICE ? m->len : m->token;
-        if (h && starpu_data_acquire(h, STARPU_R) == 0) starpu_data_release(h);
+        if (h && mdf_data_acquire(h, STARPU_R) == 0) starpu_data_release(h);
     }
 }
 
@@ -363,7 +364,7 @@ int64_t mdf_sink_member_length(mdf_sink *s, int j)
         return ((const mdf_pack_header *)m->mem)->nsys;
     case SINK_DEVICE: {
         int64_t n = 0;
-        if (starpu_data_acquire(m->len, STARPU_R) == 0) {
+        if (mdf_data_acquire(m->len, STARPU_R) == 0) {
             n = m->len_mem[0];
             starpu_data_release(m->len);
         }
@@ -406,7 +407,7 @@ static int64_t member_append(mdf_sink *m, const mdf_snapshot *snap, int64_t from
     switch (m->kind) {
     case SINK_HOST: return pack_append(m->mem, snap, from);
     case SINK_DEVICE:
-        if (starpu_data_acquire(m->store, STARPU_RW) != 0) {
+        if (mdf_data_acquire(m->store, STARPU_RW) != 0) {
             mdf_error_set(err, MDF_ERR_STARPU, "could not reach the %s", m->label);
             return -1;
         }
@@ -574,7 +575,7 @@ mdf_status mdf_sink_read(mdf_sink *s, int64_t i, mdf_frame *out, mdf_error *err)
         return snapshot_frame(&v, local, out, err);
     }
     case SINK_DEVICE:
-        if (starpu_data_acquire(m->store, STARPU_R) != 0)
+        if (mdf_data_acquire(m->store, STARPU_R) != 0)
             return mdf_error_set(err, MDF_ERR_STARPU, "could not bring the %s to the host", m->label);
         {
             mdf_snapshot v = pack_view((const void *)starpu_data_get_local_ptr(m->store));
@@ -596,7 +597,7 @@ mdf_status mdf_sink_member_truncate(mdf_sink *s, int j, int64_t length, mdf_erro
     switch (m->kind) {
     case SINK_HOST: pack_truncate(m->mem, length); return MDF_OK;
     case SINK_DEVICE:
-        if (starpu_data_acquire(m->store, STARPU_RW) != 0)
+        if (mdf_data_acquire(m->store, STARPU_RW) != 0)
             return mdf_error_set(err, MDF_ERR_STARPU, "could not reach the %s", m->label);
         {
             mdf_pack_header *h = (mdf_pack_header *)starpu_data_get_local_ptr(m->store);
@@ -655,7 +656,7 @@ mdf_status mdf_sink_drain(mdf_sink *src, mdf_sink *dst, mdf_error *err)
         if (m->kind == SINK_HOST) {
             st = drain_packed(m, m->mem, dst, err);
         } else if (m->kind == SINK_DEVICE) {
-            if (starpu_data_acquire(m->store, STARPU_RW) != 0)
+            if (mdf_data_acquire(m->store, STARPU_RW) != 0)
                 return mdf_error_set(err, MDF_ERR_STARPU, "could not bring the %s to the host", m->label);
             mdf_pack_header *h = (mdf_pack_header *)starpu_data_get_local_ptr(m->store);
             st = drain_packed(m, h, dst, err);
@@ -694,8 +695,8 @@ mdf_status mdf_sink_staging_create(mdf_sink_staging *st, int64_t sys_cap, int64_
 
 void mdf_sink_staging_destroy(mdf_sink_staging *st)
 {
-    if (st->buf) starpu_data_unregister(st->buf);
-    if (st->cnt) starpu_data_unregister(st->cnt);
+    if (st->buf) mdf_data_unregister(st->buf);
+    if (st->cnt) mdf_data_unregister(st->cnt);
     free(st->buf_mem);
     free(st->cnt_mem);
     memset(st, 0, sizeof *st);
@@ -815,9 +816,9 @@ mdf_status mdf_sink_close(mdf_sink *s, mdf_error *err)
 static void destroy_member(mdf_sink *m)
 {
     close_member(m, NULL);
-    if (m->token) starpu_data_unregister(m->token);
-    if (m->store) starpu_data_unregister(m->store);
-    if (m->len) starpu_data_unregister(m->len);
+    if (m->token) mdf_data_unregister(m->token);
+    if (m->store) mdf_data_unregister(m->store);
+    if (m->len) mdf_data_unregister(m->len);
     free(m->mem);
     free(m);
 }

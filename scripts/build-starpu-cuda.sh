@@ -15,6 +15,10 @@
 #                                            1.4.10+dfsg-1 (default: newest 1.4.x that
 #                                            can actually be downloaded)
 #   STARPU_BUILD_JOBS                        parallel make jobs (default: nproc)
+#   MDF_STARPU_FLAVOUR                       cuda (default) or simgrid: a StarPU that
+#                                            simulates CPUs and GPUs with SimGrid
+#                                            (scripts/build-starpu-simgrid.sh sets it;
+#                                            default prefix /opt/starpu-1.4-simgrid)
 #
 # Idempotent: if PREFIX already holds a CUDA-enabled StarPU 1.4 it exits 0
 # right away.  apt-get update is only run when something must be fetched, and
@@ -26,37 +30,42 @@
 #   LD_LIBRARY_PATH=PREFIX/lib ./your-program
 set -euo pipefail
 
-prefix="${1:-${STARPU_CUDA_PREFIX:-/opt/starpu-1.4-cuda}}"
+flavour="${MDF_STARPU_FLAVOUR:-cuda}"
+case "$flavour" in
+    cuda) prefix="${1:-${STARPU_CUDA_PREFIX:-/opt/starpu-1.4-cuda}}"; feature=STARPU_USE_CUDA ;;
+    simgrid) prefix="${1:-${STARPU_SIMGRID_PREFIX:-/opt/starpu-1.4-simgrid}}"; feature=STARPU_SIMGRID ;;
+    *) echo "build-starpu-cuda: ERROR: MDF_STARPU_FLAVOUR must be cuda or simgrid, not '$flavour'" >&2; exit 1 ;;
+esac
 cuda_home="${CUDA_HOME:-/usr/local/cuda}"
 workdir="${STARPU_BUILD_WORKDIR:-/tmp/mdflow-starpu-build}"
 jobs="${STARPU_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 src_list=/etc/apt/sources.list.d/mdflow-src.sources
-logfile="$workdir/build.log"
+logfile="$workdir/build-$flavour.log"
 
-msg() { echo "build-starpu-cuda: $*"; }
-die() { echo "build-starpu-cuda: ERROR: $*" >&2; exit 1; }
+msg() { echo "build-starpu-$flavour: $*"; }
+die() { echo "build-starpu-$flavour: ERROR: $*" >&2; exit 1; }
 
 pc_file="$prefix/lib/pkgconfig/starpu-1.4.pc"
 config_h="$prefix/include/starpu/1.4/starpu_config.h"
 
 is_installed() {
     [[ -f "$pc_file" && -f "$config_h" ]] &&
-        grep -Eq '^[[:space:]]*#[[:space:]]*define[[:space:]]+STARPU_USE_CUDA([[:space:]]|$)' "$config_h"
+        grep -Eq "^[[:space:]]*#[[:space:]]*define[[:space:]]+$feature([[:space:]]|\$)" "$config_h"
 }
 
 # --- 0. already done? -------------------------------------------------------
 if is_installed; then
     ver=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4 2>/dev/null || echo unknown)
-    msg "CUDA-enabled StarPU $ver already installed at $prefix; nothing to do."
+    msg "$flavour StarPU $ver already installed at $prefix; nothing to do."
     exit 0
 fi
 
 # --- 1. prerequisites -------------------------------------------------------
-[[ -x "$cuda_home/bin/nvcc" ]] ||
+[[ $flavour != cuda || -x "$cuda_home/bin/nvcc" ]] ||
     die "nvcc not found at $cuda_home/bin/nvcc (CUDA toolkit missing; set CUDA_HOME to the CUDA install dir)"
-[[ -f "$cuda_home/include/cuda.h" ]] ||
+[[ $flavour != cuda || -f "$cuda_home/include/cuda.h" ]] ||
     die "cuda.h not found at $cuda_home/include/cuda.h (CUDA toolkit headers missing; set CUDA_HOME)"
-msg "using CUDA at $cuda_home ($("$cuda_home/bin/nvcc" --version | grep -o 'release [0-9.]*' || echo 'unknown release'))"
+[[ $flavour != cuda ]] || msg "using CUDA at $cuda_home ($("$cuda_home/bin/nvcc" --version | grep -o 'release [0-9.]*' || echo 'unknown release'))"
 
 SUDO=()
 if [[ $(id -u) -ne 0 ]]; then
@@ -91,6 +100,7 @@ apt_update_once() {
 
 # --- 2. build dependencies (explicit, minimal) --------------------------------
 build_deps=(build-essential pkg-config dpkg-dev libhwloc-dev libltdl-dev)
+[[ $flavour != simgrid ]] || build_deps+=(libsimgrid-dev libboost-dev)
 missing=()
 for p in "${build_deps[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -178,17 +188,22 @@ fi
 
 # --- 5. configure -----------------------------------------------------------
 builddir="$workdir/build-$srcver"
+[[ $flavour == cuda ]] || builddir+="-$flavour"
 rm -rf "$builddir"
 mkdir -p "$builddir"
 
 help_text=$("$srcdir/configure" --help)
 has_opt() { grep -Eq -- "--(en|dis)able-$1([=[:space:]]|\$)" <<<"$help_text"; }
 
-conf_flags=(
-    --prefix="$prefix"
-    --enable-cuda
-    --disable-cuda-memcpy-peer
-    --with-cuda-dir="$cuda_home"
+conf_flags=(--prefix="$prefix")
+if [[ $flavour == cuda ]]; then
+    conf_flags+=(--enable-cuda --disable-cuda-memcpy-peer --with-cuda-dir="$cuda_home")
+else
+    # SimGrid simulates CUDA devices itself; StarPU refuses real CUDA and
+    # shared-library MPI in this mode.
+    conf_flags+=(--enable-simgrid --disable-cuda --disable-mpi)
+fi
+conf_flags+=(
     --enable-maxcpus=64
     --disable-opencl
     --disable-build-doc
@@ -210,7 +225,9 @@ if command -v mpicc >/dev/null 2>&1; then
     mpicc "$workdir/mpitest.c" -o "$workdir/mpitest" >/dev/null 2>&1 && mpi_ok=1
     rm -f "$workdir/mpitest.c" "$workdir/mpitest"
 fi
-if ((mpi_ok)); then
+if [[ $flavour == simgrid ]]; then
+    :
+elif ((mpi_ok)); then
     msg "working MPI development setup found: building StarPU-MPI too"
 else
     conf_flags+=(--disable-mpi)
@@ -223,8 +240,8 @@ fi
 msg "configure flags: ${conf_flags[*]}"
 cd "$builddir"
 run_logged "configuring StarPU $upver" "$srcdir/configure" "${conf_flags[@]}"
-grep -Eq '^#define STARPU_USE_CUDA 1' include/starpu_config.h 2>/dev/null ||
-    { tail -n 40 "$logfile" >&2; die "configure finished but CUDA support is not enabled (see $logfile)"; }
+grep -Eq "^#define $feature 1" include/starpu_config.h 2>/dev/null ||
+    { tail -n 40 "$logfile" >&2; die "configure finished but $feature is not defined (see $logfile)"; }
 
 # --- 6. build + install -------------------------------------------------------
 run_logged "building (make -j$jobs; takes several minutes)" make -j"$jobs"
@@ -233,7 +250,7 @@ run_logged "installing into $prefix" "${SUDO[@]}" make install
 # --- 7. verify ----------------------------------------------------------------
 ver=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --modversion starpu-1.4) ||
     die "pkg-config cannot find starpu-1.4 in $prefix/lib/pkgconfig"
-grep -Eq '^#define STARPU_USE_CUDA 1' "$config_h" ||
-    die "$config_h does not define STARPU_USE_CUDA 1"
-msg "OK: CUDA-enabled StarPU $ver installed at $prefix (Debian source $srcver)"
+grep -Eq "^#define $feature 1" "$config_h" ||
+    die "$config_h does not define $feature 1"
+msg "OK: $flavour StarPU $ver installed at $prefix (Debian source $srcver)"
 msg "use: PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs starpu-1.4; LD_LIBRARY_PATH=$prefix/lib"

@@ -33,6 +33,7 @@ fi
 cflags=${CFLAGS:--O3 -g}
 stamp_of() {
   echo "args: ${MDF_CONFIGURE_ARGS:-} CFLAGS=$cflags LDFLAGS=${LDFLAGS:-} PKG_CONFIG_PATH=${PKG_CONFIG_PATH:-}"
+  echo "simgrid starpu: $(ls /opt/starpu-1.4-simgrid/lib/pkgconfig/starpu-1.4.pc 2>/dev/null || echo missing)"
   for m in starpu-1.4 starpu-1.3 starpumpi-1.4 starpumpi-1.3 ompi-c hwloc hdf5 yaml-0.1 cmocka; do
     echo "$m: $(pkg-config --modversion "$m" 2>/dev/null || echo missing)"
   done

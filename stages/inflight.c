@@ -6,6 +6,7 @@
 #include "checkpoint.h"
 #include "../dataflow/compute.h"
 #include "../dataflow/sampler_internal.h"
+#include "mdflow/runtime.h"
 
 #define MDF_DEFAULT_REFILL 10
 /* A refill drains the task window and rebuilds the model's pipeline: on
@@ -96,7 +97,7 @@ static int64_t largest_system(const mdf_sampler *s)
  * ran the relax + md pipeline 10% faster than 4 or 8. */
 static int choose_shards(const mdf_sampler *s, const mdf_sampler_config *sc, int64_t sys_cap, int requested)
 {
-    int workers = (int)starpu_worker_get_count();
+    int workers = mdf_runtime_plan_workers();
     int64_t budget = atom_budget(s, sc);
     int64_t n = requested > 0 ? requested : mdf_batch_default_shards((size_t)sys_cap, budget);
     if (requested <= 0 && n > workers) n = workers > 0 ? workers : 1;

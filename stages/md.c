@@ -8,6 +8,7 @@
 #include "mdflow/units.h"
 #include "../dataflow/compute.h"
 #include "../codelets/velocity/velocity_codelet.h"
+#include "mdflow/runtime.h"
 
 #define MDF_DEFAULT_WINDOW 8
 
@@ -86,7 +87,7 @@ mdf_status mdf_compute_forces(mdf_batch *b, mdf_model *m, mdf_error *err)
     mdf_status st = mdf_compute_create(b, m, &cc, &c, err);
     if (st != MDF_OK) return st;
     for (int k = 0; st == MDF_OK && k < b->nshards; k++) st = mdf_compute_submit(c, k, MDF_COMPUTE_VIRIAL, err);
-    starpu_task_wait_for_all();
+    mdf_task_wait_for_all();
     if (st == MDF_OK) st = mdf_batch_sync(b, err);
     mdf_compute_destroy(c);
     return st;

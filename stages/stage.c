@@ -28,6 +28,7 @@
 #include "../codelets/host/host_view_codelet.h"
 #include "../codelets/velocity/velocity_codelet.h"
 #include "../codelets/common/mdf_codelet.h"
+#include "mdflow/runtime.h"
 
 #define MDF_MAX_HOOKS 64
 
@@ -604,7 +605,7 @@ static mdf_status clear_cell_flags(mdf_batch *b, mdf_error *err)
         int any = 0;
         for (int32_t i = 0; i < sh->nsys; i++) any |= (b->sys[sh->sys_off + i].flags & MDF_SYS_CELL_TOO_SMALL) != 0;
         if (!any) continue;
-        if (starpu_data_acquire(sh->sys, STARPU_RW) != 0)
+        if (mdf_data_acquire(sh->sys, STARPU_RW) != 0)
             return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's systems", k);
         for (int32_t i = 0; i < sh->nsys; i++) b->sys[sh->sys_off + i].flags &= ~MDF_SYS_CELL_TOO_SMALL;
         starpu_data_release(sh->sys);
@@ -840,10 +841,10 @@ static mdf_status destroy_run(stage_run *r, mdf_error *err)
         }
     int n = r->b->nshards;
     for (int k = 0; r->tokens && k < n; k++)
-        if (r->tokens[k]) starpu_data_unregister(r->tokens[k]);
+        if (r->tokens[k]) mdf_data_unregister(r->tokens[k]);
     for (int p = 0; p < r->s->nparts; p++) {
         for (int k = 0; r->work[p] && k < n; k++) {
-            if (r->work[p][k]) starpu_data_unregister(r->work[p][k]);
+            if (r->work[p][k]) mdf_data_unregister(r->work[p][k]);
             free(r->work_mem[p][k]);
         }
         free(r->work[p]);
@@ -868,7 +869,7 @@ static mdf_status claim_states(mdf_batch *b, const mdf_stage *s, mdf_error *err)
     for (int p = 0; p < s->nparts; p++) number[p] = mdf_method_number(s->parts[p].method);
     for (int k = 0; k < b->nshards; k++) {
         const mdf_shard *sh = &b->shards[k];
-        if (starpu_data_acquire(sh->state, STARPU_RW) != 0)
+        if (mdf_data_acquire(sh->state, STARPU_RW) != 0)
             return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's integrator state", k);
         for (int32_t i = 0; i < sh->nsys; i++) {
             mdf_sys_state *st = &b->state[sh->sys_off + i];
@@ -962,7 +963,7 @@ static void fold_compute_stats(stage_run *r)
 static mdf_status refill_now(stage_run *r, int64_t step, int *took_step, mdf_error *err)
 {
     *took_step = 0;
-    starpu_task_wait_for_all();
+    mdf_task_wait_for_all();
     size_t added = 0, removed = 0;
     mdf_status st = evaluate_exited(r, err);
     if (st == MDF_OK) st = mdf_inflight_refill(r->in, r->b, r->lo, r->hi, &added, &removed, err);
@@ -1110,7 +1111,7 @@ static uint64_t model_hash(const mdf_model *m)
     h = mdf_hash_f64(h, m->cutoff);
     h = mdf_hash_f64(h, m->density_hint);
     h = mdf_hash(h, m->known_z, sizeof m->known_z);
-    if (m->params && starpu_data_acquire(m->params, STARPU_R) == 0) {
+    if (m->params && mdf_data_acquire(m->params, STARPU_R) == 0) {
         const unsigned char *p = (const unsigned char *)starpu_data_get_local_ptr(m->params);
         size_t n = starpu_data_get_size(m->params), skip = m->fingerprint_skip_off;
         size_t rest = skip + m->fingerprint_skip_len;
@@ -1201,7 +1202,7 @@ static mdf_status save_checkpoint(stage_run *r, int64_t next_step, mdf_error *er
     }
     for (int p = 0; st == MDF_OK && p < r->s->nparts; p++)
         for (int k = 0; st == MDF_OK && r->work[p] && k < n; k++) {
-            if (starpu_data_acquire(r->work[p][k], STARPU_R) != 0) {
+            if (mdf_data_acquire(r->work[p][k], STARPU_R) != 0) {
                 st = mdf_error_set(err, MDF_ERR_STARPU, "could not bring a workspace to the host for a checkpoint");
                 break;
             }
@@ -1226,7 +1227,7 @@ static mdf_status save_checkpoint(stage_run *r, int64_t next_step, mdf_error *er
  * lists built from the same positions at the same step. */
 static mdf_status checkpoint_now(stage_run *r, int64_t step, mdf_error *err)
 {
-    starpu_task_wait_for_all();
+    mdf_task_wait_for_all();
     fold_compute_stats(r);
     mdf_compute_destroy(r->c);
     r->c = NULL;
@@ -1418,7 +1419,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
             st = refill_now(&r, step, &took_step, err);
             if (st != MDF_OK) break;
             /* The census just submitted must answer before "nobody left" counts. */
-            if (r.any_checks && mdf_inflight_exhausted(in)) starpu_task_wait_for_all();
+            if (r.any_checks && mdf_inflight_exhausted(in)) mdf_task_wait_for_all();
             if (took_step) continue; /* this step number was the newcomers' step 0 */
         }
         if (r.any_checks && nothing_left(&r) && (!in || mdf_inflight_exhausted(in))) break;
@@ -1439,11 +1440,11 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
         int now = (int)(submitted_tasks() - before) + 1;
         if (now > (int)per_step) per_step = (unsigned)now;
         /* Keep at most `window` steps in flight: waits only for old tasks. */
-        if (st == MDF_OK) starpu_task_wait_for_n_submitted((unsigned)run->window * per_step);
+        if (st == MDF_OK) mdf_task_wait_for_n_submitted((unsigned)run->window * per_step);
         report_progress(&r, &pc, step - run->window, 0);
     }
     int64_t steps_done = step - 1;
-    starpu_task_wait_for_all();
+    mdf_task_wait_for_all();
     report_progress(&r, &pc, steps_done, 1);
     if (st == MDF_OK && !r.ctl.stop) st = evaluate_exited(&r, err);
     double wall = now_seconds() - t0;

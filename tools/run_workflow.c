@@ -1321,11 +1321,23 @@ mdf_status wf_run(const mdf_workflow *wf, mdf_error *err)
                              : rs.pipe      ? mdf_pipeline_exit_status(rs.pipe)
                                             : mdf_stage_exit_status(rs.stage);
         if (wf->sched_report) st = mdf_runtime_trace_start(err);
+        /* mdflow sched --simulate's recording run: the task graph, for mdflow-simulate. */
+        const char *record = wf->sched_report ? getenv("MDF_TASK_RECORD") : NULL;
+        if (st == MDF_OK && record && *record) st = mdf_runtime_record_start(record, err);
         if (st == MDF_OK)
             st = wf->sequential ? run_sequential(wf, &rs, &report, err)
                  : rs.pipe      ? run_pipeline(wf, &rs, &prep, err)
                                 : run_inflight(wf, &rs, &report, err);
         if (st != MDF_OK && rs.col.err.code != MDF_OK) *err = rs.col.err; /* our callback stopped it */
+        if (record && *record) {
+            mdf_error rerr;
+            mdf_error_clear(&rerr);
+            mdf_status rst = mdf_runtime_record_stop(&rerr);
+            if (rst != MDF_OK && st == MDF_OK) {
+                *err = rerr;
+                st = rst;
+            }
+        }
         if (st == MDF_OK && wf->sched_report) st = sched_report_write(wf->sched_report, &report, err);
         st = finish(wf, &rs, &report, rs.pipe ? &prep : NULL, st, err);
     }

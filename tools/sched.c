@@ -29,6 +29,7 @@
 #include "plot.h"
 #include "runner.h"
 #include "sched.h"
+#include "simulate_platform.h"
 #include "workflow.h"
 
 #define SCHED_POLICIES_MAX 32
@@ -230,6 +231,9 @@ typedef struct sched_options {
     double t0, t1;                 /* --window; t1 <= t0: the whole run */
     int calibrate;                 /* 0: keep every run; 1: rerun runs that calibrated;
                                     * 2: and a calibration run first */
+    const char *simulate;          /* --simulate SPEC; NULL: real runs */
+    sim_platform platform;
+    const char *gpu_models;        /* --gpu-models DIR: the CUDA fits */
 } sched_options;
 
 /* Runs of a model-based policy thrown away because a model was not
@@ -242,6 +246,7 @@ static void usage_sched(FILE *fp, const char *default_workflow)
             "usage: mdflow sched [FILE.yaml] [--policies A,B,...] [--repeats N] [--json FILE]\n"
             "                    [--gantt PREFIX | --no-gantt] [--window T0:T1]\n"
             "                    [--calibrate | --no-calibration]\n"
+            "                    [--simulate cpus=N[,gpus=M,...] [--gpu-models DIR]]\n"
             "Runs a workflow (default: the built-in %s) under each StarPU\n"
             "scheduling policy and prints one table: wall time of the run (as mdflow run's summary\n"
             "measures it), systems/s, atom-steps/s, tasks, bytes StarPU moved between memory nodes,\n"
@@ -262,6 +267,21 @@ static void usage_sched(FILE *fp, const char *default_workflow)
             "  --calibrate      first one untimed run with STARPU_CALIBRATE=1 under the first model-based\n"
             "                   policy, even if the models are calibrated\n"
             "  --no-calibration keep every run as it is, even one that met a model not calibrated\n"
+            "  --simulate SPEC  compare the policies on a machine StarPU simulates with SimGrid instead of\n"
+            "                   this one: SPEC is cpus=N[,gpus=M][,gpu_gbps=25][,gpu_latency_us=10]\n"
+            "                   [,gpu_mem_gib=80] (CPUs 1-64, GPUs 0-4). One real run on this machine\n"
+            "                   records the task graph that N CPUs and M GPUs would run (shards, chunks\n"
+            "                   and list tasks planned for them) and calibrates the CPU models; then\n"
+            "                   mdflow-simulate replays it under each policy, each task as long as its\n"
+            "                   codelet's model predicts on the simulated worker. Simulated CPUs run at\n"
+            "                   this machine's per-core speed. A GPU runs the codelets whose CUDA model\n"
+            "                   is calibrated: measured on a GPU node (mdflow sched --calibrate or any\n"
+            "                   mdflow run there saves them; mdflow perfmodels prints the folder); with\n"
+            "                   gpus=M and no CUDA model the command stops and says so. Needs mdflow\n"
+            "                   built with a SimGrid StarPU (scripts/build-starpu-simgrid.sh, then\n"
+            "                   configure --with-starpu-simgrid). The wall column is simulated time.\n"
+            "  --gpu-models DIR the folder of models measured on a GPU node, for the simulated GPUs\n"
+            "                   (default: this machine's models folder)\n"
             "  --help           this text\n\n"
             "Calibration: the policies named dm* or *heft* place tasks by performance models. Every\n"
             "mdflow codelet's model is fitted by mdflow on the work each task really does (atoms of the\n"
@@ -326,7 +346,8 @@ static mdf_status parse_sched_options(int argc, char **argv, sched_options *o, m
     for (int k = 1; k < argc && st == MDF_OK; k++) {
         const char *a = argv[k], *v = k + 1 < argc ? argv[k + 1] : NULL;
         int takes = !strcmp(a, "--policies") || !strcmp(a, "--repeats") || !strcmp(a, "--json") ||
-                    !strcmp(a, "--gantt") || !strcmp(a, "--window");
+                    !strcmp(a, "--gantt") || !strcmp(a, "--window") || !strcmp(a, "--simulate") ||
+                    !strcmp(a, "--gpu-models");
         if (takes && !v) return mdf_error_set(err, MDF_ERR_INVALID, "%s needs a value (see mdflow sched --help)", a);
         int64_t n = 0;
         if (!strcmp(a, "--policies")) st = parse_policies(argv[++k], o, err);
@@ -339,11 +360,15 @@ static mdf_status parse_sched_options(int argc, char **argv, sched_options *o, m
         else if (!strcmp(a, "--window")) st = parse_window(argv[++k], o, err);
         else if (!strcmp(a, "--no-calibration")) o->calibrate = 0;
         else if (!strcmp(a, "--calibrate")) o->calibrate = 2;
+        else if (!strcmp(a, "--simulate")) st = sim_platform_parse(o->simulate = argv[++k], &o->platform, err);
+        else if (!strcmp(a, "--gpu-models")) o->gpu_models = argv[++k];
         else if (a[0] == '-' || o->workflow)
             return mdf_error_set(err, MDF_ERR_INVALID, "unexpected argument '%s' (see mdflow sched --help)", a);
         else o->workflow = a;
     }
     if (st == MDF_OK && o->npolicies == 0) all_policies(o);
+    if (st == MDF_OK && o->gpu_models && !o->simulate)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "--gpu-models gives the simulated GPUs' models: use it with --simulate");
     return st;
 }
 
@@ -357,7 +382,21 @@ typedef struct sched_env {
     char self[PATH_MAX];       /* this program */
     char workflow[PATH_MAX];   /* absolute: the children run elsewhere */
     char dir[1024];            /* the children's working folder */
+    /* --simulate: */
+    const sim_platform *platform;
+    char simulator[PATH_MAX];  /* mdflow-simulate */
+    char record[1100];         /* the recorded task graph */
+    char sim_home[1100];       /* STARPU_HOME of the simulated machine */
+    char models[1100];         /* the models the simulation reads */
+    double recorded_wall_s;    /* the recording run, on this machine */
+    long long recorded_steps, recorded_systems;
+    double recorded_atom_steps;
+    int cuda_models;           /* codelets the simulated GPUs can run */
 } sched_env;
+
+/* What a child does: run the workflow, run it recording its task graph
+ * for the simulated machine, or replay that graph on it. */
+enum child_kind { CHILD_RUN, CHILD_RECORD, CHILD_SIMULATE };
 
 static mdf_status locate(const char *workflow, sched_env *e, mdf_error *err)
 {
@@ -417,8 +456,17 @@ static int log_mentions(const char *path, const char *text)
     return found;
 }
 
-/* In the child: its folder, environment and output, then `mdflow run`. */
-static void exec_child(const sched_env *e, const char *policy, int calibrate, const char *report, const char *log)
+static void set_count(const char *name, int n)
+{
+    char text[16];
+    snprintf(text, sizeof text, "%d", n);
+    setenv(name, text, 1);
+}
+
+/* In the child: its folder, environment and output, then `mdflow run`
+ * (or mdflow-simulate). */
+static void exec_child(const sched_env *e, enum child_kind kind, const char *policy, int calibrate, const char *report,
+                       const char *log)
 {
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0 || chdir(e->dir) != 0) _exit(126);
@@ -429,12 +477,35 @@ static void exec_child(const sched_env *e, const char *policy, int calibrate, co
     /* StarPU's "not calibrated enough" warnings tell the parent that the
      * run calibrated; the log is the parent's alone. */
     unsetenv("STARPU_SILENT");
-    execl(e->self, "mdflow", "run", "--quiet", "--sched-report", report, e->workflow, (char *)NULL);
+    if (kind == CHILD_RECORD) {
+        setenv("MDF_TASK_RECORD", e->record, 1);
+        set_count("MDF_PLAN_CPUS", e->platform->cpus);
+        set_count("MDF_PLAN_CUDA", e->platform->gpus);
+    }
+    if (kind == CHILD_SIMULATE) {
+        setenv("STARPU_HOME", e->sim_home, 1);
+        setenv("STARPU_HOSTNAME", SIM_HOST, 1);
+        setenv("MDF_PERFMODELS_DIR", e->models, 1);
+        /* The record's host times include the submissions' real cost. */
+        setenv("STARPU_SIMGRID_TASK_SUBMIT_COST", "0", 1);
+        /* Not the policies' own time: StarPU can charge their push and pop as
+         * measured here (STARPU_SIMGRID_SCHED_COST=1), but 16 simulated
+         * workers polling on 2 real cores made lws 22x slower than dmda. */
+        setenv("STARPU_SIMGRID_SCHED_COST", "0", 1);
+        set_count("STARPU_NCPU", e->platform->cpus);
+        set_count("STARPU_NCUDA", e->platform->gpus);
+        unsetenv("STARPU_NCPUS");
+        unsetenv("STARPU_WORKERS_CPUID");
+        execl(e->simulator, "mdflow-simulate", e->record, report, (char *)NULL);
+    } else {
+        execl(e->self, "mdflow", "run", "--quiet", "--sched-report", report, e->workflow, (char *)NULL);
+    }
     _exit(127);
 }
 
 /* One run of the workflow under policy; fills r from its report. */
-static mdf_status run_once(const sched_env *e, const char *policy, int calibrate, sched_run *r, mdf_error *err)
+static mdf_status run_once(const sched_env *e, enum child_kind kind, const char *policy, int calibrate, sched_run *r,
+                           mdf_error *err)
 {
     char report[1100], log[1100], why[SCHED_LINE_MAX];
     snprintf(report, sizeof report, "%s/report.txt", e->dir);
@@ -444,18 +515,21 @@ static mdf_status run_once(const sched_env *e, const char *policy, int calibrate
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) return mdf_error_set(err, MDF_ERR_IO, "cannot start a run: %s", strerror(errno));
-    if (pid == 0) exec_child(e, policy, calibrate, report, log);
+    if (pid == 0) exec_child(e, kind, policy, calibrate, report, log);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         last_line(log, why, sizeof why);
-        return mdf_error_set(err, MDF_ERR_STARPU, "the run under policy %s failed (%s %d): %s", policy,
+        return mdf_error_set(err, MDF_ERR_STARPU, "the %s under policy %s failed (%s %d): %s",
+                             kind == CHILD_SIMULATE ? "simulation" : kind == CHILD_RECORD ? "recording run" : "run",
+                             policy,
                              WIFEXITED(status) ? "exit status" : "signal",
                              WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), why);
     }
     mdf_status st = read_report(report, r, err);
     /* mdflow's models say so in the report; a plugin's StarPU model in the log. */
-    if (st == MDF_OK) r->calibrating = r->uncalibrated > 0 || log_mentions(log, "not calibrated enough");
+    if (st == MDF_OK && kind != CHILD_SIMULATE)
+        r->calibrating = r->uncalibrated > 0 || log_mentions(log, "not calibrated enough");
     return st;
 }
 
@@ -482,6 +556,8 @@ static int median_index(const double *v, int n)
     return 0;
 }
 
+static double rate(double count, double wall) { return wall > 0.0 ? count / wall : 0.0; }
+
 /* Runs policy `repeats` times and keeps the median run (by wall time). */
 static mdf_status run_policy(const sched_env *e, const sched_options *o, sched_result *res, mdf_error *err)
 {
@@ -490,7 +566,13 @@ static mdf_status run_policy(const sched_env *e, const sched_options *o, sched_r
     mdf_status st = MDF_OK;
     for (int k = 0; k < o->repeats && st == MDF_OK; k++) {
         fprintf(stderr, "mdflow sched: %s, run %d of %d\n", res->policy, k + 1, o->repeats);
-        st = run_once(e, res->policy, 0, &runs[k], err);
+        st = run_once(e, e->platform ? CHILD_SIMULATE : CHILD_RUN, res->policy, 0, &runs[k], err);
+        /* The simulation's counts are the recorded run's (same graph). */
+        if (st == MDF_OK && e->platform) {
+            runs[k].steps = e->recorded_steps;
+            runs[k].systems = e->recorded_systems;
+            runs[k].atom_steps_per_s = rate(e->recorded_atom_steps, runs[k].wall_s);
+        }
         /* A run in which a model was not calibrated placed those tasks by
          * queue lengths (and StarPU, for its own models, measured every
          * task): not a timing of the policy. The models are saved at its
@@ -502,7 +584,7 @@ static mdf_status run_policy(const sched_env *e, const sched_options *o, sched_r
                     "%s); its timing is dropped and it runs again\n", res->policy,
                     getenv("STARPU_HOME") ? getenv("STARPU_HOME") : "~/.starpu");
             run_free(&runs[k]);
-            st = run_once(e, res->policy, 0, &runs[k], err);
+            st = run_once(e, CHILD_RUN, res->policy, 0, &runs[k], err);
         }
         if (st == MDF_OK && runs[k].calibrating) res->calibrating = 1;
         res->walls[k] = runs[k].wall_s;
@@ -529,7 +611,6 @@ static void put_json_string(FILE *fp, const char *s)
     fputc('"', fp);
 }
 
-static double rate(double count, double wall) { return wall > 0.0 ? count / wall : 0.0; }
 
 /* The models' error over a run's predicted tasks: summed |predicted -
  * measured| over summed measured lengths (NaN when none was predicted). */
@@ -643,6 +724,11 @@ static mdf_status write_json(const sched_options *o, const sched_env *e, const s
     fputs(",\n  \"calibration_policy\": ", fp);
     if (calibration) put_json_string(fp, calibration);
     else fputs("null", fp);
+    if (o->simulate)
+        fprintf(fp, ",\n  \"simulated\": {\"cpus\": %d, \"gpus\": %d, \"gpu_gbps\": %g, \"gpu_latency_us\": %g, "
+                    "\"gpu_mem_gib\": %g, \"recorded_wall_s\": %.6g, \"cuda_models\": %d}",
+                o->platform.cpus, o->platform.gpus, o->platform.gpu_gbps, o->platform.gpu_latency_us,
+                o->platform.gpu_mem_gib, e->recorded_wall_s, e->cuda_models);
     fprintf(fp, ",\n  \"repeats\": %d,\n  \"policies\": [\n", o->repeats);
     for (int k = 0; k < n; k++) {
         json_policy(fp, &res[k], o->repeats);
@@ -699,16 +785,69 @@ static mdf_status check_outputs(const sched_options *o, mdf_error *err)
     return paths_check_writable(NULL, roles, 2, err);
 }
 
-/* Calibration, then every policy, the table, the JSON and the charts. */
-static mdf_status sched_all(const sched_options *o, const sched_env *e, sched_result *res, mdf_error *err)
+/* --simulate: the simulated machine's files, the recording run, and the
+ * models the simulation reads (this machine's CPU fits, the GPU node's
+ * CUDA fits). */
+static mdf_status prepare_simulation(const sched_options *o, sched_env *e, mdf_error *err)
 {
-    const char *calibration = calibration_policy(o);
+    if (sim_find_simulator(e->self, e->simulator, sizeof e->simulator) != 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "--simulate needs mdflow-simulate, which is not beside %s: mdflow "
+                             "was built without a StarPU with SimGrid. Build one with "
+                             "scripts/build-starpu-simgrid.sh, then configure mdflow with --with-starpu-simgrid "
+                             "(default /opt/starpu-1.4-simgrid) and make", e->self);
+    e->platform = &o->platform;
+    snprintf(e->record, sizeof e->record, "%s/tasks.rec", e->dir);
+    snprintf(e->sim_home, sizeof e->sim_home, "%s/simulated-machine", e->dir);
+    snprintf(e->models, sizeof e->models, "%s/models", e->dir);
+    char local[900], what[200];
+    if (mdf_runtime_perfmodels_dir(local, sizeof local) != 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "--simulate reads the performance models from STARPU_HOME or HOME: "
+                             "set one");
+    if (o->gpu_models && access(o->gpu_models, R_OK | X_OK) != 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "--gpu-models %s: cannot read the folder (%s): give the folder "
+                             "that mdflow perfmodels prints on the GPU node, copied here", o->gpu_models,
+                             strerror(errno));
+    /* No CUDA model, no GPU simulation: said before the recording run. */
+    const char *gpu = o->gpu_models ? o->gpu_models : local;
     mdf_status st = MDF_OK;
+    if (mdf_runtime_merge_perfmodels(local, gpu, e->models, &e->cuda_models) != 0)
+        st = mdf_error_set(err, MDF_ERR_IO, "cannot write the simulation's models in %s", e->models);
+    if (st == MDF_OK && o->platform.gpus > 0 && e->cuda_models == 0)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "--simulate %s: no codelet has a calibrated CUDA performance model in "
+                           "%s, so the simulated GPUs' task lengths would be guesses. Run mdflow sched --calibrate "
+                           "(or any mdflow run) on a GPU node, copy the models folder that mdflow perfmodels prints "
+                           "there to this machine and pass it with --gpu-models DIR; or simulate CPUs only (gpus=0)",
+                           o->simulate, gpu);
+    if (st == MDF_OK) st = sim_platform_write(&o->platform, e->sim_home, err);
+    sim_platform_describe(&o->platform, what, sizeof what);
+    if (st == MDF_OK)
+        fprintf(stderr, "mdflow sched: recording the task graph for %s with one run on this machine (lws), "
+                "untimed\n", what);
+    sched_run r;
+    if (st == MDF_OK && (st = run_once(e, CHILD_RECORD, "lws", 0, &r, err)) == MDF_OK) {
+        e->recorded_wall_s = r.wall_s;
+        e->recorded_steps = r.steps;
+        e->recorded_systems = r.systems;
+        e->recorded_atom_steps = r.atom_steps_per_s * r.wall_s;
+        run_free(&r);
+    }
+    /* Again: the recording run measured this machine's CPUs. */
+    if (st == MDF_OK && mdf_runtime_merge_perfmodels(local, gpu, e->models, &e->cuda_models) != 0)
+        st = mdf_error_set(err, MDF_ERR_IO, "cannot write the simulation's models in %s", e->models);
+    return st;
+}
+
+/* Calibration, then every policy, the table, the JSON and the charts. */
+static mdf_status sched_all(const sched_options *o, sched_env *e, sched_result *res, mdf_error *err)
+{
+    /* A simulation's recording run measures every task: it is the calibration. */
+    const char *calibration = o->simulate ? NULL : calibration_policy(o);
+    mdf_status st = o->simulate ? prepare_simulation(o, e, err) : MDF_OK;
     if (calibration) {
         sched_run r;
         fprintf(stderr, "mdflow sched: calibrating the performance models under %s (STARPU_CALIBRATE=1, "
                 "STARPU_HOME %s), untimed\n", calibration, getenv("STARPU_HOME") ? getenv("STARPU_HOME") : "~/.starpu");
-        st = run_once(e, calibration, 1, &r, err);
+        st = run_once(e, CHILD_RUN, calibration, 1, &r, err);
         if (st == MDF_OK) run_free(&r);
     }
     for (int k = 0; st == MDF_OK && k < o->npolicies; k++) {
@@ -722,6 +861,14 @@ static mdf_status sched_all(const sched_options *o, const sched_env *e, sched_re
         res[k].speedup = res[k].median.wall_s > 0 ? res[b].median.wall_s / res[k].median.wall_s : 0.0;
     for (int k = 0; o->gantt && st == MDF_OK && k < o->npolicies; k++) st = draw_gantt(o, &res[k], err);
     if (st != MDF_OK) return st;
+    if (o->simulate) {
+        char what[200];
+        sim_platform_describe(&o->platform, what, sizeof what);
+        printf("\nsimulated machine: %s; the wall column is simulated time (StarPU with SimGrid). The task graph "
+               "was recorded by one run on this machine (%.3f s under lws); simulated CPUs run at this machine's "
+               "per-core speed; %d codelet%s can run on the simulated GPUs (calibrated CUDA models).\n", what,
+               e->recorded_wall_s, e->cuda_models, e->cuda_models == 1 ? "" : "s");
+    }
     print_table(res, o->npolicies, o->policies[b]);
     st = write_json(o, e, res, o->npolicies, o->policies[b], calibration, err);
     if (st == MDF_OK) printf("table: %s%s%s\n", o->json, o->gantt ? "; Gantt charts: " : "", o->gantt ? o->gantt : "");
@@ -757,6 +904,7 @@ int sched_command(int argc, char **argv, const char *default_workflow)
                            "drawn: install it (Debian: apt-get install gnuplot-nox; scripts/install-deps.sh does) "
                            "or pass --no-gantt");
     sched_env e;
+    memset(&e, 0, sizeof e);
     if (st == MDF_OK) st = locate(o.workflow, &e, &err);
     if (st != MDF_OK) return sched_fail(&err);
     make_output_folders(&e, &wf);

@@ -123,6 +123,7 @@ int mdf_task_submit(struct starpu_task *task)
         task->callback_func = task_finished;
         task->callback_arg = task;
     }
+    if (mdf_runtime_record_on()) mdf_runtime_record_task(task);
     int ret = starpu_task_submit(task);
     if (ret != 0) mdf_task_discard(task);
     else submitted_here++;

@@ -57,11 +57,20 @@ void mdf_blob_register(starpu_data_handle_t *handle, int home, uintptr_t ptr, si
 void mdf_perfmodel_observe(struct starpu_task *task);
 /* Writes every fit that changed to mdf_perfmodels_dir (at shutdown). */
 void mdf_perfmodels_save(void);
-/* $STARPU_HOME (else $HOME)/.starpu/sampling/mdflow/HOSTNAME; -1 when
+/* $MDF_PERFMODELS_DIR when set, else
+ * $STARPU_HOME (else $HOME)/.starpu/sampling/mdflow/HOSTNAME; -1 when
  * neither is set or the path does not fit. */
 int mdf_perfmodels_dir(char *out, size_t n);
 /* Predictions asked for so far that found the model not calibrated. */
 long mdf_perfmodels_uncalibrated(void);
+/* Whether the model of that symbol has a calibrated fit for CPUs (cuda 0)
+ * or CUDA devices (cuda 1), as saved or measured in this process. */
+int mdf_perfmodel_calibrated(const char *symbol, int cuda);
+/* Writes to out_dir every model saved in cpu_dir or cuda_dir, with its CPU
+ * fit from cpu_dir and its CUDA fit from cuda_dir (either may be NULL);
+ * *cuda_models: how many have a calibrated CUDA fit. -1 when out_dir cannot
+ * be made. */
+int mdf_perfmodels_merge(const char *cpu_dir, const char *cuda_dir, const char *out_dir, int *cuda_models);
 /* Prints the saved models (mdflow perfmodels); -1 without a folder. */
 int mdf_perfmodels_print(FILE *out);
 

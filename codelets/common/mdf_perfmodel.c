@@ -81,6 +81,13 @@ static double task_work(const struct starpu_task *task)
 
 int mdf_perfmodels_dir(char *out, size_t n)
 {
+    /* mdflow-simulate reads the models of the machine that recorded the run
+     * (its STARPU_HOME and host name are the simulated machine's). */
+    const char *forced = getenv("MDF_PERFMODELS_DIR");
+    if (forced && *forced) {
+        int len = snprintf(out, n, "%s", forced);
+        return len > 0 && (size_t)len < n ? 0 : -1;
+    }
     const char *home = getenv("STARPU_HOME");
     if (!home || !*home) home = getenv("HOME");
     if (!home || !*home) return -1;
@@ -185,6 +192,17 @@ double mdf_perfmodel_cost(struct starpu_task *task, struct starpu_perfmodel_arch
     return t;
 }
 
+int mdf_perfmodel_calibrated(const char *symbol, int cuda)
+{
+    struct starpu_perfmodel pm = {.symbol = (char *)symbol};
+    model_state *s = state_of(&pm);
+    if (!s) return 0;
+    pthread_mutex_lock(&s->lock);
+    int ok = s->arch[cuda != 0].n >= MDF_FIT_MIN;
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
 static void halve(fit *f)
 {
     f->n *= 0.5, f->sw *= 0.5, f->sww *= 0.5, f->st *= 0.5, f->swt *= 0.5;
@@ -265,6 +283,51 @@ void mdf_perfmodels_save(void)
     }
 }
 
+/* The model files of a folder (symbol names), at most max, sorted. */
+static int list_models(const char *dir, char **names, int max)
+{
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d) return 0;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)) && n < max)
+        if (e->d_name[0] != '.' && !strstr(e->d_name, ".tmp")) names[n++] = strdup(e->d_name);
+    closedir(d);
+    for (int i = 0; i < n; i++) /* by name: the same order every time */
+        for (int j = i + 1; j < n; j++)
+            if (names[i] && names[j] && strcmp(names[j], names[i]) < 0) {
+                char *t = names[i];
+                names[i] = names[j];
+                names[j] = t;
+            }
+    return n;
+}
+
+int mdf_perfmodels_merge(const char *cpu_dir, const char *cuda_dir, const char *out_dir, int *cuda_models)
+{
+    char *names[2 * MDF_FIT_MODELS];
+    int n = list_models(cpu_dir, names, MDF_FIT_MODELS);
+    n += list_models(cuda_dir, names + n, MDF_FIT_MODELS);
+    *cuda_models = 0;
+    int ret = make_dirs(out_dir);
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; names[i] && j < i; j++) seen |= names[j] && !strcmp(names[j], names[i]);
+        if (names[i] && !seen && ret == 0) {
+            model_state cpu = {0}, cuda = {0};
+            snprintf(cpu.symbol, sizeof cpu.symbol, "%s", names[i]);
+            snprintf(cuda.symbol, sizeof cuda.symbol, "%s", names[i]);
+            if (cpu_dir) load(&cpu, cpu_dir);
+            if (cuda_dir) load(&cuda, cuda_dir);
+            cpu.arch[1] = cuda.arch[1];
+            *cuda_models += cpu.arch[1].n >= MDF_FIT_MIN;
+            save(&cpu, out_dir);
+        }
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    return ret;
+}
+
 /* One saved model, as mdflow perfmodels prints it. */
 static void print_fit(FILE *out, const char *symbol, int a, const fit *f)
 {
@@ -289,19 +352,9 @@ int mdf_perfmodels_print(FILE *out)
         fprintf(out, "(none yet: every mdflow run measures its tasks and saves the models here)\n");
         return 0;
     }
-    struct dirent *e;
-    char *names[MDF_FIT_MODELS];
-    int n = 0;
-    while ((e = readdir(d)) && n < MDF_FIT_MODELS)
-        if (e->d_name[0] != '.' && !strstr(e->d_name, ".tmp")) names[n++] = strdup(e->d_name);
     closedir(d);
-    for (int i = 0; i < n; i++) /* by name: the same order every time */
-        for (int j = i + 1; j < n; j++)
-            if (names[i] && names[j] && strcmp(names[j], names[i]) < 0) {
-                char *t = names[i];
-                names[i] = names[j];
-                names[j] = t;
-            }
+    char *names[MDF_FIT_MODELS];
+    int n = list_models(dir, names, MDF_FIT_MODELS);
     for (int i = 0; i < n; i++) {
         if (!names[i]) continue;
         model_state s = {0};

@@ -132,8 +132,44 @@ long mdf_runtime_uncalibrated_predictions(void);
  * line and whether it is calibrated. -1 when neither STARPU_HOME nor HOME
  * is set. Needs no running StarPU. */
 int mdf_runtime_print_perfmodels(FILE *out);
+/* The folder the performance models are saved in and read from
+ * ($MDF_PERFMODELS_DIR, else STARPU_HOME's, else HOME's); -1 without one. */
+int mdf_runtime_perfmodels_dir(char *out, size_t n);
+/* Writes to out_dir every model of cpu_dir or cuda_dir with its CPU fit from
+ * cpu_dir and its CUDA fit from cuda_dir (mdflow sched --simulate: CUDA fits
+ * measured on a GPU node); *cuda_models counts the calibrated CUDA fits.
+ * -1 when out_dir cannot be made. Needs no running StarPU. */
+int mdf_runtime_merge_perfmodels(const char *cpu_dir, const char *cuda_dir, const char *out_dir, int *cuda_models);
 /* Records a finished task (from its callback, while a trace records). */
 void mdf_runtime_trace_record(void *starpu_task);
+
+/* ---- task graph record (mdflow sched --simulate; dataflow/taskrec.c) -------------
+ *
+ * While on, every task submitted through mdf_submit, every host wait on
+ * data (mdf_data_acquire) and on all tasks (mdf_task_wait_for_all) is
+ * written to the record in host order, and each task's work and measured
+ * length when it ends; mdflow-simulate replays it on a simulated machine.
+ * Off (the default) it costs one test per task and per wait. */
+mdf_status mdf_runtime_record_start(const char *path, mdf_error *err);
+/* Waits for every task, then closes the record; an error if writing failed. */
+mdf_status mdf_runtime_record_stop(mdf_error *err);
+int mdf_runtime_record_on(void);
+/* Adds a task about to be submitted to the record; its callback (which
+ * takes its argument as before) runs first at its end. */
+void mdf_runtime_record_task(void *starpu_task);
+/* starpu_data_acquire(handle, mode), starpu_data_unregister(handle),
+ * starpu_task_wait_for_all() and starpu_task_wait_for_n_submitted(n), noted
+ * in the record while one is on: the library's host waits go through them. */
+int mdf_data_acquire(void *starpu_handle, int mode);
+void mdf_data_unregister(void *starpu_handle);
+void mdf_task_wait_for_all(void);
+void mdf_task_wait_for_n_submitted(unsigned n);
+/* How many workers, and CUDA workers, mdflow plans shards, chunks and list
+ * tasks for: StarPU's, or MDF_PLAN_CPUS (+ MDF_PLAN_CUDA) when set, which
+ * mdflow sched --simulate sets to record the graph the simulated machine
+ * would run. */
+int mdf_runtime_plan_workers(void);
+int mdf_runtime_plan_cuda_workers(void);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,286 @@
+/* mdflow — the task graph recorder behind `mdflow sched --simulate`.
+ *
+ * A run with the recorder on writes, in the order the host does them, every
+ * task it submits (its codelet's model symbol, priority and data with their
+ * access modes) and every host wait on data (starpu_data_acquire, through
+ * mdf_data_acquire) or on all tasks (mdf_task_wait_for_all). Each task's
+ * work and measured length are written when it ends: the work of a list
+ * build is only known once its binning ran. mdflow-simulate replays the
+ * record in StarPU's SimGrid mode: the same dependencies (StarPU derives them
+ * from the same access modes in the same order), the host waiting where it
+ * waited, each task's length from the codelets' performance models on the
+ * simulated worker's arch.
+ *
+ * Each host event also carries the host's own time before it: the
+ * microseconds since the thread's previous event ended (the previous
+ * submission's start, or a wait's end), which the replay spends on the
+ * simulated host, so a run whose host cannot keep the workers busy is
+ * simulated as one.
+ *
+ * Format (text, one event per line):
+ *   mdflow-taskrec 1
+ *   H <handle> <bytes>                          a handle's first use
+ *   T <host us> <task> <priority> <symbol> <n> <handle>:<mode> ...
+ *   A <host us> <handle> <mode>                 the host waits for the data
+ *   S <host us>                                 the host waits for every task
+ *   N <host us> <n>                             the host waits until at most n
+ *                                               submitted tasks are not done
+ *   E <task> <work> <measured us>               the task ended
+ * Modes are StarPU's access mode bits (R 1, W 2, SCRATCH 4, REDUX 8,
+ * COMMUTE 16), the same in StarPU 1.3 and 1.4. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <starpu.h>
+#include "mdflow/runtime.h"
+
+#define TASKREC_MAGIC "mdflow-taskrec 1"
+#define TASKREC_HANDLE_SLOTS 65536 /* open addressing; grows never (ids wrap to a linear scan past it) */
+
+static struct {
+    pthread_mutex_t lock;
+    FILE *fp;
+    atomic_int on;
+    long long tasks;
+    long long nhandles;
+    const void **handle_keys;          /* handle pointer -> id, open addressing */
+    long long *handle_ids;
+    int failed;
+} rec = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* A recorded task's callback argument: its end line needs the task and its
+ * id, and the callback it would have had runs first. StarPU frees it. */
+/* When this host thread's previous event ended (StarPU's clock, us). */
+static _Thread_local double host_last_us = -1.0;
+
+/* The host's time since its previous event; starts the clock on its first. */
+static double host_gap_us(void)
+{
+    double now = starpu_timing_now();
+    double gap = host_last_us >= 0.0 && now > host_last_us ? now - host_last_us : 0.0;
+    host_last_us = now;
+    return gap;
+}
+
+typedef struct recorded_end {
+    long long id;
+    void (*callback)(void *);
+    void *callback_arg;
+    struct starpu_task *task;
+} recorded_end;
+
+/* A slot whose handle was unregistered: lookups go on past it; its
+ * address may come back as a new handle with a new id. */
+#define TASKREC_GONE ((const void *)1)
+
+static size_t handle_slot(const void *h)
+{
+    uintptr_t x = (uintptr_t)h;
+    x ^= x >> 17;
+    x *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 20) % TASKREC_HANDLE_SLOTS;
+}
+
+/* The handle's id, writing its size the first time (caller holds the lock).
+ * A full table records the rest as new handles: extra dependencies are lost,
+ * never invented. */
+static long long handle_id(starpu_data_handle_t h)
+{
+    size_t s = handle_slot(h);
+    for (size_t probe = 0; probe < TASKREC_HANDLE_SLOTS; probe++, s = (s + 1) % TASKREC_HANDLE_SLOTS) {
+        if (rec.handle_keys[s] == h) return rec.handle_ids[s];
+        if (!rec.handle_keys[s]) {
+            rec.handle_keys[s] = h;
+            rec.handle_ids[s] = rec.nhandles;
+            break;
+        }
+    }
+    long long id = rec.nhandles++;
+    fprintf(rec.fp, "H %lld %zu\n", id, starpu_data_get_size(h));
+    return id;
+}
+
+static void close_record(void)
+{
+    if (rec.fp && fclose(rec.fp) != 0) rec.failed = 1;
+    rec.fp = NULL;
+    free(rec.handle_keys);
+    free(rec.handle_ids);
+    rec.handle_keys = NULL;
+    rec.handle_ids = NULL;
+}
+
+mdf_status mdf_runtime_record_start(const char *path, mdf_error *err)
+{
+    pthread_mutex_lock(&rec.lock);
+    close_record();
+    rec.fp = fopen(path, "w");
+    rec.handle_keys = calloc(TASKREC_HANDLE_SLOTS, sizeof *rec.handle_keys);
+    rec.handle_ids = calloc(TASKREC_HANDLE_SLOTS, sizeof *rec.handle_ids);
+    rec.tasks = rec.nhandles = 0;
+    host_last_us = starpu_timing_now();
+    rec.failed = 0;
+    mdf_status st = MDF_OK;
+    if (!rec.fp) {
+        st = mdf_error_set(err, MDF_ERR_IO, "cannot write the task record %s: %s", path, strerror(errno));
+        close_record();
+    } else if (!rec.handle_keys || !rec.handle_ids) {
+        st = mdf_error_set(err, MDF_ERR_NOMEM, "no memory for the task record");
+        close_record();
+    } else {
+        fprintf(rec.fp, "%s\n", TASKREC_MAGIC);
+    }
+    atomic_store(&rec.on, st == MDF_OK);
+    pthread_mutex_unlock(&rec.lock);
+    return st;
+}
+
+/* Waits for every task first: their ends are part of the record. */
+mdf_status mdf_runtime_record_stop(mdf_error *err)
+{
+    if (!atomic_load(&rec.on)) return MDF_OK;
+    starpu_task_wait_for_all();
+    pthread_mutex_lock(&rec.lock);
+    atomic_store(&rec.on, 0);
+    if (rec.fp && ferror(rec.fp)) rec.failed = 1;
+    close_record();
+    int failed = rec.failed;
+    pthread_mutex_unlock(&rec.lock);
+    return failed ? mdf_error_set(err, MDF_ERR_IO, "writing the task record failed (disk full?)") : MDF_OK;
+}
+
+int mdf_runtime_record_on(void) { return atomic_load_explicit(&rec.on, memory_order_relaxed); }
+
+static void task_ended(void *p)
+{
+    recorded_end *arg = p;
+    struct starpu_task *task = arg->task;
+    if (arg->callback) arg->callback(arg->callback_arg);
+    int64_t work = 0;
+    if (task->cl_arg && task->cl_arg_size >= sizeof work) memcpy(&work, task->cl_arg, sizeof work);
+    double us = -1.0;
+    const struct starpu_profiling_task_info *info = task->profiling_info;
+    if (info)
+        us = starpu_timing_timespec_delay_us((struct timespec *)&info->start_time,
+                                             (struct timespec *)&info->end_time);
+    pthread_mutex_lock(&rec.lock);
+    if (rec.fp) fprintf(rec.fp, "E %lld %lld %.3f\n", arg->id, (long long)work, us);
+    pthread_mutex_unlock(&rec.lock);
+}
+
+void mdf_runtime_record_task(void *starpu_task)
+{
+    struct starpu_task *task = starpu_task;
+    recorded_end *arg = malloc(sizeof *arg);
+    pthread_mutex_lock(&rec.lock);
+    if (!rec.fp || !arg) {
+        rec.failed |= !arg;
+        pthread_mutex_unlock(&rec.lock);
+        free(arg);
+        return;
+    }
+    arg->id = rec.tasks++;
+    arg->callback = task->callback_func;
+    arg->callback_arg = task->callback_arg;
+    arg->task = task;
+    int n = task->nbuffers;
+    long long ids[n > 0 ? n : 1];
+    for (int i = 0; i < n; i++) ids[i] = handle_id(STARPU_TASK_GET_HANDLE(task, i));
+    const char *symbol = task->cl && task->cl->model && task->cl->model->symbol ? task->cl->model->symbol
+                         : task->name                                           ? task->name
+                                                                                : "unnamed";
+    fprintf(rec.fp, "T %.3f %lld %d %s %d", host_gap_us(), arg->id, task->priority, symbol, n);
+    for (int i = 0; i < n; i++) fprintf(rec.fp, " %lld:%d", ids[i], (int)STARPU_TASK_GET_MODE(task, i) & 0x1f);
+    fputc('\n', rec.fp);
+    pthread_mutex_unlock(&rec.lock);
+    task->callback_func = task_ended;
+    task->callback_arg = arg;
+    task->callback_arg_free = 1;
+}
+
+int mdf_data_acquire(void *handle, int mode)
+{
+    if (mdf_runtime_record_on()) {
+        pthread_mutex_lock(&rec.lock);
+        if (rec.fp) fprintf(rec.fp, "A %.3f %lld %d\n", host_gap_us(), handle_id(handle), mode & 0x1f);
+        pthread_mutex_unlock(&rec.lock);
+    }
+    int ret = starpu_data_acquire(handle, (enum starpu_data_access_mode)mode);
+    if (mdf_runtime_record_on()) host_last_us = starpu_timing_now(); /* the wait is simulated */
+    return ret;
+}
+
+/* Unregistering waits for every task on the handle, as acquiring it to
+ * write would: recorded as that. The handle's id is retired. */
+void mdf_data_unregister(void *handle)
+{
+    if (mdf_runtime_record_on()) {
+        pthread_mutex_lock(&rec.lock);
+        if (rec.fp) {
+            fprintf(rec.fp, "A %.3f %lld %d\n", host_gap_us(), handle_id(handle), (int)STARPU_RW);
+            size_t s = handle_slot(handle);
+            for (size_t probe = 0; probe < TASKREC_HANDLE_SLOTS && rec.handle_keys[s];
+                 probe++, s = (s + 1) % TASKREC_HANDLE_SLOTS)
+                if (rec.handle_keys[s] == handle) {
+                    rec.handle_keys[s] = TASKREC_GONE;
+                    break;
+                }
+        }
+        pthread_mutex_unlock(&rec.lock);
+    }
+    starpu_data_unregister(handle);
+    if (mdf_runtime_record_on()) host_last_us = starpu_timing_now();
+}
+
+void mdf_task_wait_for_n_submitted(unsigned n)
+{
+    if (mdf_runtime_record_on()) {
+        pthread_mutex_lock(&rec.lock);
+        if (rec.fp) fprintf(rec.fp, "N %.3f %u\n", host_gap_us(), n);
+        pthread_mutex_unlock(&rec.lock);
+    }
+    starpu_task_wait_for_n_submitted(n);
+    if (mdf_runtime_record_on()) host_last_us = starpu_timing_now();
+}
+
+void mdf_task_wait_for_all(void)
+{
+    if (mdf_runtime_record_on()) {
+        pthread_mutex_lock(&rec.lock);
+        if (rec.fp) fprintf(rec.fp, "S %.3f\n", host_gap_us());
+        pthread_mutex_unlock(&rec.lock);
+    }
+    starpu_task_wait_for_all();
+    if (mdf_runtime_record_on()) host_last_us = starpu_timing_now();
+}
+
+/* ---- planning counts ----------------------------------------------------------------
+ * How many workers (and CUDA workers) mdflow plans its shards, chunks and
+ * list tasks for: the running StarPU's, unless MDF_PLAN_CPUS / MDF_PLAN_CUDA
+ * say otherwise (mdflow sched --simulate records the task graph that the
+ * simulated machine would run). */
+static int env_count(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return -1;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *end == '\0' && n >= 0 && n <= 4096 ? (int)n : -1;
+}
+
+int mdf_runtime_plan_cuda_workers(void)
+{
+    int n = env_count("MDF_PLAN_CUDA");
+    return n >= 0 ? n : (int)starpu_cuda_worker_get_count();
+}
+
+int mdf_runtime_plan_workers(void)
+{
+    int cpus = env_count("MDF_PLAN_CPUS"), cuda = env_count("MDF_PLAN_CUDA");
+    if (cpus < 0 && cuda < 0) return (int)starpu_worker_get_count();
+    if (cpus < 0) cpus = (int)starpu_cpu_worker_get_count();
+    return cpus + mdf_runtime_plan_cuda_workers();
+}
