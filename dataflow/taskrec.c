@@ -20,6 +20,7 @@
  * Format (text, one event per line):
  *   mdflow-taskrec 1
  *   H <handle> <bytes>                          a handle's first use
+ *   U <host us> <handle>                        the host unregisters it
  *   T <host us> <task> <priority> <symbol> <n> <handle>:<mode> ...
  *   A <host us> <handle> <mode>                 the host waits for the data
  *   S <host us>                                 the host waits for every task
@@ -38,7 +39,7 @@
 #include "mdflow/runtime.h"
 
 #define TASKREC_MAGIC "mdflow-taskrec 1"
-#define TASKREC_HANDLE_SLOTS 65536 /* open addressing; grows never (ids wrap to a linear scan past it) */
+#define TASKREC_FIRST_SLOTS 16 /* the handle table's first size (a power of 2): small, so every run grows it */
 
 static struct {
     pthread_mutex_t lock;
@@ -46,8 +47,11 @@ static struct {
     atomic_int on;
     long long tasks;
     long long nhandles;
-    const void **handle_keys;          /* handle pointer -> id, open addressing */
+    /* handle pointer -> id: open addressing, at most half full (live and
+     * retired slots), doubled and rehashed when it would be more. */
+    const void **handle_keys;
     long long *handle_ids;
+    size_t slots, used, live;
     int failed;
 } rec = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -72,35 +76,83 @@ typedef struct recorded_end {
     struct starpu_task *task;
 } recorded_end;
 
-/* A slot whose handle was unregistered: lookups go on past it; its
- * address may come back as a new handle with a new id. */
+/* A slot whose handle was unregistered: lookups go on past it and a new
+ * handle may take it; the address may come back as a new handle, which
+ * gets a new id. */
 #define TASKREC_GONE ((const void *)1)
 
-static size_t handle_slot(const void *h)
+static size_t handle_slot(const void *h, size_t slots)
 {
     uintptr_t x = (uintptr_t)h;
     x ^= x >> 17;
     x *= 0x9E3779B97F4A7C15ull;
-    return (size_t)(x >> 20) % TASKREC_HANDLE_SLOTS;
+    return (size_t)(x >> 20) & (slots - 1);
+}
+
+/* A table of `slots` holding the live handles only; -1 without memory. */
+static int rehash(size_t slots)
+{
+    const void **keys = calloc(slots, sizeof *keys);
+    long long *ids = calloc(slots, sizeof *ids);
+    if (!keys || !ids) {
+        free(keys);
+        free(ids);
+        return -1;
+    }
+    for (size_t k = 0; k < rec.slots; k++) {
+        const void *h = rec.handle_keys[k];
+        if (!h || h == TASKREC_GONE) continue;
+        size_t s = handle_slot(h, slots);
+        while (keys[s]) s = (s + 1) & (slots - 1);
+        keys[s] = h;
+        ids[s] = rec.handle_ids[k];
+    }
+    free(rec.handle_keys);
+    free(rec.handle_ids);
+    rec.handle_keys = keys;
+    rec.handle_ids = ids;
+    rec.slots = slots;
+    rec.used = rec.live;
+    return 0;
+}
+
+/* The handle's slot, or -1 when it has none (caller holds the lock). */
+static long long find_slot(const void *h)
+{
+    for (size_t s = handle_slot(h, rec.slots); rec.handle_keys[s]; s = (s + 1) & (rec.slots - 1))
+        if (rec.handle_keys[s] == h) return (long long)s;
+    return -1;
 }
 
 /* The handle's id, writing its size the first time (caller holds the lock).
- * A full table records the rest as new handles: extra dependencies are lost,
- * never invented. */
+ * Without memory for a larger table a handle gets a new id at each use:
+ * its dependencies are lost, never invented, and the record says it failed. */
 static long long handle_id(starpu_data_handle_t h)
 {
-    size_t s = handle_slot(h);
-    for (size_t probe = 0; probe < TASKREC_HANDLE_SLOTS; probe++, s = (s + 1) % TASKREC_HANDLE_SLOTS) {
-        if (rec.handle_keys[s] == h) return rec.handle_ids[s];
-        if (!rec.handle_keys[s]) {
-            rec.handle_keys[s] = h;
-            rec.handle_ids[s] = rec.nhandles;
-            break;
-        }
-    }
+    long long found = find_slot(h);
+    if (found >= 0) return rec.handle_ids[found];
+    if (2 * (rec.used + 1) > rec.slots && rehash(4 * (rec.live + 1) > rec.slots ? 2 * rec.slots : rec.slots) != 0)
+        rec.failed = 1;
     long long id = rec.nhandles++;
+    if (2 * (rec.used + 1) <= rec.slots) {
+        size_t s = handle_slot(h, rec.slots);
+        while (rec.handle_keys[s] && rec.handle_keys[s] != TASKREC_GONE) s = (s + 1) & (rec.slots - 1);
+        rec.used += rec.handle_keys[s] == NULL;
+        rec.live++;
+        rec.handle_keys[s] = h;
+        rec.handle_ids[s] = id;
+    }
     fprintf(rec.fp, "H %lld %zu\n", id, starpu_data_get_size(h));
     return id;
+}
+
+/* An unregistered handle's id is not used again. */
+static void retire_handle(const void *h)
+{
+    long long s = find_slot(h);
+    if (s < 0) return;
+    rec.handle_keys[s] = TASKREC_GONE;
+    rec.live--;
 }
 
 static void close_record(void)
@@ -118,8 +170,10 @@ mdf_status mdf_runtime_record_start(const char *path, mdf_error *err)
     pthread_mutex_lock(&rec.lock);
     close_record();
     rec.fp = fopen(path, "w");
-    rec.handle_keys = calloc(TASKREC_HANDLE_SLOTS, sizeof *rec.handle_keys);
-    rec.handle_ids = calloc(TASKREC_HANDLE_SLOTS, sizeof *rec.handle_ids);
+    rec.slots = TASKREC_FIRST_SLOTS;
+    rec.used = rec.live = 0;
+    rec.handle_keys = calloc(rec.slots, sizeof *rec.handle_keys);
+    rec.handle_ids = calloc(rec.slots, sizeof *rec.handle_ids);
     rec.tasks = rec.nhandles = 0;
     host_last_us = starpu_timing_now();
     rec.failed = 0;
@@ -213,21 +267,15 @@ int mdf_data_acquire(void *handle, int mode)
     return ret;
 }
 
-/* Unregistering waits for every task on the handle, as acquiring it to
- * write would: recorded as that. The handle's id is retired. */
+/* Unregistering waits for every task on the handle and frees its copies:
+ * the replay does the same. The handle's id is retired. */
 void mdf_data_unregister(void *handle)
 {
     if (mdf_runtime_record_on()) {
         pthread_mutex_lock(&rec.lock);
         if (rec.fp) {
-            fprintf(rec.fp, "A %.3f %lld %d\n", host_gap_us(), handle_id(handle), (int)STARPU_RW);
-            size_t s = handle_slot(handle);
-            for (size_t probe = 0; probe < TASKREC_HANDLE_SLOTS && rec.handle_keys[s];
-                 probe++, s = (s + 1) % TASKREC_HANDLE_SLOTS)
-                if (rec.handle_keys[s] == handle) {
-                    rec.handle_keys[s] = TASKREC_GONE;
-                    break;
-                }
+            fprintf(rec.fp, "U %.3f %lld\n", host_gap_us(), handle_id(handle));
+            retire_handle(handle);
         }
         pthread_mutex_unlock(&rec.lock);
     }

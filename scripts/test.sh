@@ -9,8 +9,10 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh" || exit 1
 # mdflow sched --simulate (tests/test_simulate.sh) needs a StarPU with
 # SimGrid: built once from Debian's source into /opt/starpu-1.4-simgrid
-# (about 2 minutes on 2 cores), then found there by configure.
-"$top/scripts/build-starpu-simgrid.sh" || exit 1
+# (about 2 minutes on 2 cores), then found there by configure. Without it
+# (no deb-src access) that test is skipped, and .ci/run fails on the skip.
+"$top/scripts/build-starpu-simgrid.sh" ||
+  echo "test: WARNING: no StarPU with SimGrid could be built: tests/test_simulate.sh will be skipped"
 if [ "${MDF_SANITIZE:-0}" = thread ]; then
   # ThreadSanitizer: our races are errors; StarPU's own (an uninstrumented
   # library with its own spin locks) are suppressed in tests/tsan.supp, which

@@ -496,6 +496,7 @@ static void exec_child(const sched_env *e, enum child_kind kind, const char *pol
         set_count("STARPU_NCUDA", e->platform->gpus);
         unsetenv("STARPU_NCPUS");
         unsetenv("STARPU_WORKERS_CPUID");
+        unsetenv("STARPU_LIMIT_CUDA_MEM"); /* gpu_mem_gib sizes the simulated GPUs */
         execl(e->simulator, "mdflow-simulate", e->record, report, (char *)NULL);
     } else {
         execl(e->self, "mdflow", "run", "--quiet", "--sched-report", report, e->workflow, (char *)NULL);
@@ -584,7 +585,7 @@ static mdf_status run_policy(const sched_env *e, const sched_options *o, sched_r
                     "%s); its timing is dropped and it runs again\n", res->policy,
                     getenv("STARPU_HOME") ? getenv("STARPU_HOME") : "~/.starpu");
             run_free(&runs[k]);
-            st = run_once(e, CHILD_RUN, res->policy, 0, &runs[k], err);
+            st = run_once(e, e->platform ? CHILD_SIMULATE : CHILD_RUN, res->policy, 0, &runs[k], err);
         }
         if (st == MDF_OK && runs[k].calibrating) res->calibrating = 1;
         res->walls[k] = runs[k].wall_s;

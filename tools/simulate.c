@@ -50,7 +50,7 @@ typedef struct sim_task {
     double measured_us;            /* -1: not measured */
 } sim_task;
 
-enum { EV_TASK, EV_ACQUIRE, EV_WAIT, EV_WAIT_N };
+enum { EV_TASK, EV_ACQUIRE, EV_WAIT, EV_WAIT_N, EV_REGISTER, EV_UNREGISTER };
 typedef struct sim_event {
     int kind;
     long long index, mode;         /* task index; or handle and mode; or the count */
@@ -62,6 +62,7 @@ typedef struct sim_event {
 typedef struct sim_args {
     int64_t work;
     double measured_us;
+    int fell_back;                 /* its length came from the record */
 } sim_args;
 
 static struct {
@@ -74,12 +75,13 @@ static struct {
     sim_event *ev;
     long long nev, ev_cap;
     size_t *hbytes;
+    char *hlive;                   /* while parsing: registered and not yet unregistered */
     long long nhandles, handle_cap;
     starpu_data_handle_t *handles;
     void **buffers;
 } rec;
 
-static long fallbacks;             /* CPU lengths taken from the record */
+static long fallbacks;             /* tasks whose CPU length came from the record */
 static FILE *trace_fp;
 static starpu_pthread_mutex_t trace_lock;
 
@@ -149,7 +151,7 @@ static int parse_task(char *line)
     for (int i = 0; i < n; i++) {
         long long h, m;
         int u = 0;
-        if (sscanf(p, " %lld:%lld%n", &h, &m, &u) != 2 || h < 0 || h >= rec.nhandles) return -1;
+        if (sscanf(p, " %lld:%lld%n", &h, &m, &u) != 2 || h < 0 || h >= rec.nhandles || !rec.hlive[h]) return -1;
         rec.hid[rec.nref] = h;
         rec.hmode[rec.nref++] = m;
         p += u;
@@ -168,11 +170,25 @@ static int parse_line(char *line)
         return parse_task(line);
     case 'H':
         if (sscanf(line, "H %lld %zu", &a, &bytes) != 2 || a != rec.nhandles) return -1;
-        if (grow((void **)&rec.hbytes, &rec.handle_cap, rec.nhandles + 1, sizeof *rec.hbytes)) return -1;
-        rec.hbytes[rec.nhandles++] = bytes;
+        if (grow((void **)&rec.hbytes, &rec.handle_cap, rec.nhandles + 1, sizeof *rec.hbytes) ||
+            grow((void **)&rec.ev, &rec.ev_cap, rec.nev + 1, sizeof *rec.ev) ||
+            !(rec.hlive = realloc(rec.hlive, (size_t)rec.handle_cap)))
+            return -1;
+        rec.hbytes[rec.nhandles] = bytes;
+        rec.hlive[rec.nhandles] = 1;
+        rec.ev[rec.nev++] = (sim_event){EV_REGISTER, rec.nhandles++, 0, 0.0};
+        return 0;
+    case 'U':
+        if (sscanf(line, "U %lf %lld", &us, &a) != 2 || a < 0 || a >= rec.nhandles || !rec.hlive[a] || !(us >= 0.0))
+            return -1;
+        rec.hlive[a] = 0;
+        if (grow((void **)&rec.ev, &rec.ev_cap, rec.nev + 1, sizeof *rec.ev)) return -1;
+        rec.ev[rec.nev++] = (sim_event){EV_UNREGISTER, a, 0, us};
         return 0;
     case 'A':
-        if (sscanf(line, "A %lf %lld %lld", &us, &a, &b) != 3 || a < 0 || a >= rec.nhandles || !(us >= 0.0)) return -1;
+        if (sscanf(line, "A %lf %lld %lld", &us, &a, &b) != 3 || a < 0 || a >= rec.nhandles || !rec.hlive[a] ||
+            !(us >= 0.0))
+            return -1;
         if (grow((void **)&rec.ev, &rec.ev_cap, rec.nev + 1, sizeof *rec.ev)) return -1;
         rec.ev[rec.nev++] = (sim_event){EV_ACQUIRE, a, b, us};
         return 0;
@@ -211,7 +227,8 @@ static int read_record(const char *path)
         ln++;
         if (parse_line(line) != 0) {
             fclose(fp);
-            return fail("unreadable record line (truncated or foreign record?)", path, ln);
+            return fail("unreadable record line, or one using a handle not registered at that point (truncated "
+                        "or foreign record?)", path, ln);
         }
     }
     fclose(fp);
@@ -223,11 +240,13 @@ static int read_record(const char *path)
 static double replay_cost(struct starpu_task *task, struct starpu_perfmodel_arch *arch, unsigned nimpl)
 {
     double t = mdf_perfmodel_cost(task, arch, nimpl);
-    const sim_args *a = task->cl_arg;
+    sim_args *a = task->cl_arg;
     int cpu = arch->ndevices > 0 && arch->devices[0].type == STARPU_CPU_WORKER;
     if (isnan(t) && cpu && a->measured_us >= 0.0) {
         t = a->measured_us;
-        __atomic_fetch_add(&fallbacks, 1, __ATOMIC_RELAXED);
+        /* A policy asks once per worker: the task is counted once. */
+        if (!__atomic_exchange_n(&a->fell_back, 1, __ATOMIC_RELAXED))
+            __atomic_fetch_add(&fallbacks, 1, __ATOMIC_RELAXED);
     }
     /* StarPU's simulation stops at a length of 0. */
     return isnan(t) ? t : t > 0.05 ? t : 0.05;
@@ -252,20 +271,32 @@ static void make_codelets(int gpus)
     }
 }
 
-static int register_handles(void)
+static int make_handle_tables(void)
 {
     rec.handles = calloc((size_t)rec.nhandles + 1, sizeof *rec.handles);
     rec.buffers = calloc((size_t)rec.nhandles + 1, sizeof *rec.buffers);
-    if (!rec.handles || !rec.buffers) return -1;
-    for (long long h = 0; h < rec.nhandles; h++) {
-        size_t bytes = rec.hbytes[h] ? rec.hbytes[h] : 1, unit = 1;
-        while (bytes / unit > UINT32_MAX) unit *= 2;
-        size_t n = (bytes + unit - 1) / unit;
-        /* calloc: pages never touched cost nothing (tasks do not run). */
-        if (!(rec.buffers[h] = calloc(n, unit))) return -1;
-        starpu_vector_data_register(&rec.handles[h], STARPU_MAIN_RAM, (uintptr_t)rec.buffers[h], (uint32_t)n, unit);
-    }
+    return rec.handles && rec.buffers ? 0 : -ENOMEM;
+}
+
+/* A handle as the recorded run had it, from its first use to its
+ * unregistration (pages never touched cost nothing: no task runs). */
+static int register_handle(long long h)
+{
+    size_t bytes = rec.hbytes[h] ? rec.hbytes[h] : 1, unit = 1;
+    while (bytes / unit > UINT32_MAX) unit *= 2;
+    size_t n = (bytes + unit - 1) / unit;
+    if (!(rec.buffers[h] = calloc(n, unit))) return -ENOMEM;
+    starpu_vector_data_register(&rec.handles[h], STARPU_MAIN_RAM, (uintptr_t)rec.buffers[h], (uint32_t)n, unit);
     return 0;
+}
+
+static void unregister_handle(long long h)
+{
+    if (!rec.handles[h]) return;
+    starpu_data_unregister(rec.handles[h]);
+    rec.handles[h] = NULL;
+    free(rec.buffers[h]);
+    rec.buffers[h] = NULL;
 }
 
 static void task_done(void *arg)
@@ -291,9 +322,14 @@ static int submit_task(long long i)
     const sim_task *t = &rec.tasks[i];
     struct starpu_task *task = starpu_task_create();
     sim_args *a = malloc(sizeof *a);
-    if (!task || !a) return -ENOMEM;
+    if (!task || !a) {
+        free(a);
+        if (task) starpu_task_destroy(task);
+        return -ENOMEM;
+    }
     a->work = t->work;
     a->measured_us = t->measured_us;
+    a->fell_back = 0;
     task->cl = &rec.sym[t->symbol].cl;
     task->cl_arg = a;
     task->cl_arg_size = sizeof *a;
@@ -305,7 +341,11 @@ static int submit_task(long long i)
     if (t->nbuf > STARPU_NMAXBUFS) {
         task->dyn_handles = malloc(sizeof *task->dyn_handles * (size_t)t->nbuf);
         task->dyn_modes = malloc(sizeof *task->dyn_modes * (size_t)t->nbuf);
-        if (!task->dyn_handles || !task->dyn_modes) return -ENOMEM;
+        if (!task->dyn_handles || !task->dyn_modes) {
+            task->destroy = 0;
+            starpu_task_destroy(task); /* frees the args, dyn_handles and dyn_modes */
+            return -ENOMEM;
+        }
     }
     for (int b = 0; b < t->nbuf; b++) {
         STARPU_TASK_SET_HANDLE(task, rec.handles[rec.hid[t->first + b]], b);
@@ -330,6 +370,11 @@ static int replay(void)
                 starpu_data_release(h);
         } else if (ev->kind == EV_WAIT_N) {
             starpu_task_wait_for_n_submitted((unsigned)ev->index);
+        } else if (ev->kind == EV_REGISTER) {
+            int ret = register_handle(ev->index);
+            if (ret != 0) return ret;
+        } else if (ev->kind == EV_UNREGISTER) {
+            unregister_handle(ev->index);
         } else {
             starpu_task_wait_for_all();
         }
@@ -381,7 +426,7 @@ int main(int argc, char **argv)
     char trace_path[4200];
     snprintf(trace_path, sizeof trace_path, "%s.trace", argv[2]);
     trace_fp = fopen(trace_path, "w");
-    int st = trace_fp && register_handles() == 0 ? 0 : -ENOMEM;
+    int st = !trace_fp ? -errno : make_handle_tables();
     double t0 = starpu_timing_now();
     if (st == 0) st = replay();
     double seconds = (starpu_timing_now() - t0) * 1e-6;
@@ -399,8 +444,7 @@ int main(int argc, char **argv)
         st = -errno;
     }
     remove(trace_path);
-    for (long long h = 0; h < rec.nhandles && rec.handles; h++)
-        if (rec.handles[h]) starpu_data_unregister(rec.handles[h]);
+    for (long long h = 0; h < rec.nhandles && rec.handles; h++) unregister_handle(h);
     starpu_shutdown();
     if (st != 0) return fail(strerror(-st), argv[2], 0);
     return 0;

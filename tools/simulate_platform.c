@@ -66,6 +66,7 @@ mdf_status sim_platform_parse(const char *spec, sim_platform *p, mdf_error *err)
         }
     }
     if (p->cpus < 1) return bad_spec(spec, "cpus=N is required", err);
+    if (p->cpus + p->gpus > SIM_MAX_CPUS) return bad_spec(spec, "cpus + gpus must be at most 64", err);
     return MDF_OK;
 }
 
