@@ -255,15 +255,33 @@ void mdf_runtime_record_task(void *starpu_task)
     task->callback_arg_free = 1;
 }
 
+/* A host event's line: while a record is on, takes the lock and returns 1
+ * (write the line, then host_event_end); else 0. */
+static int host_event_begin(void)
+{
+    if (!mdf_runtime_record_on()) return 0;
+    pthread_mutex_lock(&rec.lock);
+    if (rec.fp) return 1;
+    pthread_mutex_unlock(&rec.lock);
+    return 0;
+}
+
+static void host_event_end(void) { pthread_mutex_unlock(&rec.lock); }
+
+/* After a wait: the wait is simulated, the host's own time restarts. */
+static void host_wait_done(void)
+{
+    if (mdf_runtime_record_on()) host_last_us = starpu_timing_now();
+}
+
 int mdf_data_acquire(void *handle, int mode)
 {
-    if (mdf_runtime_record_on()) {
-        pthread_mutex_lock(&rec.lock);
-        if (rec.fp) fprintf(rec.fp, "A %.3f %lld %d\n", host_gap_us(), handle_id(handle), mode & 0x1f);
-        pthread_mutex_unlock(&rec.lock);
+    if (host_event_begin()) {
+        fprintf(rec.fp, "A %.3f %lld %d\n", host_gap_us(), handle_id(handle), mode & 0x1f);
+        host_event_end();
     }
     int ret = starpu_data_acquire(handle, (enum starpu_data_access_mode)mode);
-    if (mdf_runtime_record_on()) host_last_us = starpu_timing_now(); /* the wait is simulated */
+    host_wait_done();
     return ret;
 }
 
@@ -271,38 +289,33 @@ int mdf_data_acquire(void *handle, int mode)
  * the replay does the same. The handle's id is retired. */
 void mdf_data_unregister(void *handle)
 {
-    if (mdf_runtime_record_on()) {
-        pthread_mutex_lock(&rec.lock);
-        if (rec.fp) {
-            fprintf(rec.fp, "U %.3f %lld\n", host_gap_us(), handle_id(handle));
-            retire_handle(handle);
-        }
-        pthread_mutex_unlock(&rec.lock);
+    if (host_event_begin()) {
+        fprintf(rec.fp, "U %.3f %lld\n", host_gap_us(), handle_id(handle));
+        retire_handle(handle);
+        host_event_end();
     }
     starpu_data_unregister(handle);
-    if (mdf_runtime_record_on()) host_last_us = starpu_timing_now();
+    host_wait_done();
 }
 
 void mdf_task_wait_for_n_submitted(unsigned n)
 {
-    if (mdf_runtime_record_on()) {
-        pthread_mutex_lock(&rec.lock);
-        if (rec.fp) fprintf(rec.fp, "N %.3f %u\n", host_gap_us(), n);
-        pthread_mutex_unlock(&rec.lock);
+    if (host_event_begin()) {
+        fprintf(rec.fp, "N %.3f %u\n", host_gap_us(), n);
+        host_event_end();
     }
     starpu_task_wait_for_n_submitted(n);
-    if (mdf_runtime_record_on()) host_last_us = starpu_timing_now();
+    host_wait_done();
 }
 
 void mdf_task_wait_for_all(void)
 {
-    if (mdf_runtime_record_on()) {
-        pthread_mutex_lock(&rec.lock);
-        if (rec.fp) fprintf(rec.fp, "S %.3f\n", host_gap_us());
-        pthread_mutex_unlock(&rec.lock);
+    if (host_event_begin()) {
+        fprintf(rec.fp, "S %.3f\n", host_gap_us());
+        host_event_end();
     }
     starpu_task_wait_for_all();
-    if (mdf_runtime_record_on()) host_last_us = starpu_timing_now();
+    host_wait_done();
 }
 
 /* ---- planning counts ----------------------------------------------------------------

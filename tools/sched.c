@@ -565,9 +565,10 @@ static mdf_status run_policy(const sched_env *e, const sched_options *o, sched_r
     sched_run *runs = calloc((size_t)o->repeats, sizeof *runs);
     if (!runs) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for %d runs", o->repeats);
     mdf_status st = MDF_OK;
+    enum child_kind kind = e->platform ? CHILD_SIMULATE : CHILD_RUN;
     for (int k = 0; k < o->repeats && st == MDF_OK; k++) {
         fprintf(stderr, "mdflow sched: %s, run %d of %d\n", res->policy, k + 1, o->repeats);
-        st = run_once(e, e->platform ? CHILD_SIMULATE : CHILD_RUN, res->policy, 0, &runs[k], err);
+        st = run_once(e, kind, res->policy, 0, &runs[k], err);
         /* The simulation's counts are the recorded run's (same graph). */
         if (st == MDF_OK && e->platform) {
             runs[k].steps = e->recorded_steps;
@@ -585,7 +586,7 @@ static mdf_status run_policy(const sched_env *e, const sched_options *o, sched_r
                     "%s); its timing is dropped and it runs again\n", res->policy,
                     getenv("STARPU_HOME") ? getenv("STARPU_HOME") : "~/.starpu");
             run_free(&runs[k]);
-            st = run_once(e, e->platform ? CHILD_SIMULATE : CHILD_RUN, res->policy, 0, &runs[k], err);
+            st = run_once(e, kind, res->policy, 0, &runs[k], err);
         }
         if (st == MDF_OK && runs[k].calibrating) res->calibrating = 1;
         res->walls[k] = runs[k].wall_s;
@@ -611,7 +612,6 @@ static void put_json_string(FILE *fp, const char *s)
     }
     fputc('"', fp);
 }
-
 
 /* The models' error over a run's predicted tasks: summed |predicted -
  * measured| over summed measured lengths (NaN when none was predicted). */

@@ -85,16 +85,6 @@ static long fallbacks;             /* tasks whose CPU length came from the recor
 static FILE *trace_fp;
 static starpu_pthread_mutex_t trace_lock;
 
-/* mdf_perfmodel.c's size: the args' leading work (mdf_codelet.c's, which
- * this program does not link). */
-size_t mdf_size_by_work(struct starpu_task *task, unsigned nimpl)
-{
-    (void)nimpl;
-    int64_t work = 0;
-    if (task->cl_arg && task->cl_arg_size >= sizeof work) memcpy(&work, task->cl_arg, sizeof work);
-    return work > 1 ? (size_t)work : 1u;
-}
-
 static int fail(const char *what, const char *path, long long line)
 {
     if (line > 0) fprintf(stderr, "mdflow-simulate: %s:%lld: %s\n", path, line, what);
@@ -282,11 +272,9 @@ static int make_handle_tables(void)
  * unregistration (pages never touched cost nothing: no task runs). */
 static int register_handle(long long h)
 {
-    size_t bytes = rec.hbytes[h] ? rec.hbytes[h] : 1, unit = 1;
-    while (bytes / unit > UINT32_MAX) unit *= 2;
-    size_t n = (bytes + unit - 1) / unit;
-    if (!(rec.buffers[h] = calloc(n, unit))) return -ENOMEM;
-    starpu_vector_data_register(&rec.handles[h], STARPU_MAIN_RAM, (uintptr_t)rec.buffers[h], (uint32_t)n, unit);
+    size_t bytes = rec.hbytes[h] ? rec.hbytes[h] : 1;
+    if (!(rec.buffers[h] = calloc(1, mdf_blob_padded(bytes)))) return -ENOMEM;
+    mdf_blob_register(&rec.handles[h], STARPU_MAIN_RAM, (uintptr_t)rec.buffers[h], bytes);
     return 0;
 }
 
