@@ -69,9 +69,26 @@ OUT = os.environ.get("BENCH_OUT", os.path.join(HERE, "results"))
 if QUICK:
     LJ_CELLS, LJ_STEPS = 10, 20             # 4,000 atoms
     B_SYSTEMS, B_STEPS = 50, 20
+    SMALL_CELLS, SMALL_STEPS = 6, 500
 else:
     LJ_CELLS, LJ_STEPS = 20, 100            # 32,000 atoms
     B_SYSTEMS, B_STEPS = 1000, 100
+    SMALL_CELLS, SMALL_STEPS = 6, 10000     # 864 atoms
+
+
+def parse_sizes(text):
+    """LJ_SIZES: "CELLS:STEPS ..." (fcc cells per side: 4 n^3 atoms)."""
+    sizes = []
+    for tok in text.split():
+        cells, _, steps = tok.partition(":")
+        sizes.append((int(cells), int(steps)))
+    return sizes
+
+
+# in.lj at growing sizes (large single systems): 32,000, 256,000 and
+# 1,000,188 atoms; the first is the in.lj case of inlj.json.
+LJ_SIZES = parse_sizes(os.environ.get("LJ_SIZES", "")) or \
+    ([(LJ_CELLS, LJ_STEPS), (14, 20)] if QUICK else [(LJ_CELLS, LJ_STEPS), (40, 50), (63, 50)])
 B_MIN, B_MAX = 32, 256
 B_DT_FS, B_TEMP, B_SKIN = 5.0, 40.0, 1.0
 SWEEP_SHARDS = [int(x) for x in os.environ.get("SHARDS", "").split()] or \
@@ -124,6 +141,37 @@ def source_info():
 
 
 # ------------------------------------------------------------- processes --
+
+PEAK_RSS = os.path.join(HERE, "peak_rss.py")
+
+
+def rss_dir_for(work, tag):
+    return os.path.join(work, "rss_" + tag)
+
+
+def with_rss(rss_dir, cmd):
+    """cmd under peak_rss.py, which leaves its peak resident memory in rss_dir."""
+    return [sys.executable, PEAK_RSS, rss_dir, "--"] + list(cmd)
+
+
+def clear_rss(rss_dir):
+    shutil.rmtree(rss_dir, ignore_errors=True)
+    os.makedirs(rss_dir)
+
+
+def peak_rss_mb(rss_dir):
+    """The peak resident memories the processes of a run left (MPI: every
+    rank's), summed, in MB; None when there are none."""
+    total, n = 0, 0
+    for name in os.listdir(rss_dir):
+        try:
+            with open(os.path.join(rss_dir, name)) as fp:
+                total += int(fp.read().strip())
+                n += 1
+        except (OSError, ValueError):
+            pass
+    return total * 1024 / 1e6 if n else None
+
 
 def run_timed(cmd, cwd, env=None, stdout_path=None):
     """Runs cmd; returns (rc, wall seconds, output text)."""
@@ -311,14 +359,18 @@ def mdflow_cmd(xyz, steps, dt_fs, temp_K, skin, species, shards=None):
     return cmd
 
 
-def run_mdflow(work, tag, cmd):
+def run_mdflow(work, tag, cmd, ncpu=None):
+    rss = rss_dir_for(work, tag)
+
     def once():
-        rc, wall, text = run_timed(cmd, work, env={"STARPU_NCPU": str(NCORES)},
+        clear_rss(rss)
+        rc, wall, text = run_timed(with_rss(rss, cmd), work, env={"STARPU_NCPU": str(ncpu or NCORES)},
                                    stdout_path=os.path.join(work, tag + ".out"))
         r = parse_mdflow(text)
         if rc != 0 or "loop_s" not in r:
             return {"error": "mdflow exited %d: %s" % (rc, text.strip()[-600:])}
         r["wall_s"] = wall
+        r["peak_rss_mb"] = peak_rss_mb(rss)
         r["atom_steps_per_s"] = r["atoms"] * r["steps"] / r["loop_s"]
         r["atom_steps_per_s_total"] = r["atoms"] * r["steps"] / wall
         nw = len(r["workers"])
@@ -341,18 +393,24 @@ def run_mdflow(work, tag, cmd):
 LMP_OPT = []
 
 
-def lammps_cmd(mode, infile, extra=()):
+def lammps_cmd(mode, infile, extra=(), rss_dir=None):
+    """rss_dir: each LAMMPS process (every MPI rank) under peak_rss.py."""
+    def lmp(args):
+        return with_rss(rss_dir, [LMP] + args) if rss_dir else [LMP] + args
     if mode == "mpi":
-        return [MPIRUN] + MPI_FLAGS + ["-np", str(NCORES), LMP] + LMP_OPT + ["-in", infile] + list(extra)
+        return [MPIRUN] + MPI_FLAGS + ["-np", str(NCORES)] + lmp(LMP_OPT + ["-in", infile] + list(extra))
     if mode == "omp":
-        return [LMP, "-sf", "omp", "-pk", "omp", str(NCORES), "-in", infile] + list(extra)
-    return [LMP] + LMP_OPT + ["-in", infile] + list(extra)
+        return lmp(["-sf", "omp", "-pk", "omp", str(NCORES), "-in", infile] + list(extra))
+    return lmp(LMP_OPT + ["-in", infile] + list(extra))
 
 
-def run_lammps(work, tag, cmd, logs, steps, env=None):
+def run_lammps(work, tag, cmd, logs, steps, env=None, rss_dir=None):
     """logs: log files to parse after the run (all 'Loop time' lines summed
-    per file; loop_s is the largest per-file sum, i.e. the slowest partition)."""
+    per file; loop_s is the largest per-file sum, i.e. the slowest partition).
+    rss_dir: the folder the command's peak_rss.py wrappers write to."""
     def once():
+        if rss_dir:
+            clear_rss(rss_dir)
         for f in logs:
             if os.path.exists(f):
                 os.remove(f)
@@ -375,6 +433,8 @@ def run_lammps(work, tag, cmd, logs, steps, env=None):
              "runs": sum(p["runs"] for p in parsed), "atoms": sum(p["atoms"] for p in parsed),
              "procs_per_run": parsed[0]["procs"], "list_builds": sum(p["list_builds"] for p in parsed),
              "command": " ".join(cmd)}
+        if rss_dir:
+            r["peak_rss_mb"] = peak_rss_mb(rss_dir)
         r["atom_steps_per_s"] = r["atoms"] * steps / r["loop_s"]
         r["atom_steps_per_s_total"] = r["atoms"] * steps / wall
         return r
@@ -422,21 +482,25 @@ def detect_lammps_modes(work):
 
 # ------------------------------------------------------------------ cases --
 
-def case_inlj(work, modes):
-    log("== case in.lj: %d atoms, %d steps ==" % (4 * LJ_CELLS ** 3, LJ_STEPS))
-    xyz = os.path.join(work, "inlj.xyz")
-    natoms = write_inlj_xyz(xyz, LJ_CELLS)
-    infile = os.path.join(work, "in.lj")
+def case_inlj(work, modes, ncell=None, steps=None):
+    ncell, steps = ncell or LJ_CELLS, steps or LJ_STEPS
+    log("== case in.lj: %d atoms, %d steps ==" % (4 * ncell ** 3, steps))
+    tag = "inlj%d" % ncell
+    xyz = os.path.join(work, tag + ".xyz")
+    natoms = write_inlj_xyz(xyz, ncell)
+    infile = os.path.join(work, "in." + tag)
     with open(infile, "w") as fp:
-        fp.write(INLJ_LAMMPS.format(n=LJ_CELLS, steps=LJ_STEPS))
+        fp.write(INLJ_LAMMPS.format(n=ncell, steps=steps))
     tau_fs = 1.0 / fs_internal()                 # one LJ time unit in fs
     dt_fs = 0.005 * tau_fs
     temp_K = 1.44 / KB_EV
     per_mode = {}
     for mode in modes:
-        lg = os.path.join(work, "inlj_%s.log" % mode)
-        per_mode[mode] = run_lammps(work, "inlj_lammps_" + mode,
-                                    lammps_cmd(mode, infile, ["-log", lg, "-screen", "none"]), [lg], LJ_STEPS)
+        lg = os.path.join(work, "%s_%s.log" % (tag, mode))
+        rss = rss_dir_for(work, "%s_lammps_%s" % (tag, mode))
+        per_mode[mode] = run_lammps(work, "%s_lammps_%s" % (tag, mode),
+                                    lammps_cmd(mode, infile, ["-log", lg, "-screen", "none"], rss), [lg], steps,
+                                    rss_dir=rss)
         r = per_mode[mode]
         log("  LAMMPS %-6s %s" % (mode, r.get("error") or "loop %.3f s, total %.3f s" % (r["loop_s"], r["wall_s"])))
     ok = {m: r for m, r in per_mode.items() if not r.get("error")}
@@ -444,25 +508,63 @@ def case_inlj(work, modes):
     # The same system with mdflow's rebuild rule (any atom moved more than
     # skin/2): in.lj's "every 20 check no" never checks, which is faster but
     # can miss pairs. This row compares like with like.
-    checked_in = os.path.join(work, "in.lj.checked")
+    checked_in = os.path.join(work, "in.%s.checked" % tag)
     with open(checked_in, "w") as fp:
-        fp.write(INLJ_LAMMPS.format(n=LJ_CELLS, steps=LJ_STEPS).replace(
+        fp.write(INLJ_LAMMPS.format(n=ncell, steps=steps).replace(
             "neigh_modify delay 0 every 20 check no", "neigh_modify delay 0 every 1 check yes"))
-    lg = os.path.join(work, "inlj_checked.log")
-    checked = run_lammps(work, "inlj_lammps_checked", lammps_cmd(mode, checked_in, ["-log", lg, "-screen", "none"]),
-                         [lg], LJ_STEPS)
+    lg = os.path.join(work, "%s_checked.log" % tag)
+    rss = rss_dir_for(work, tag + "_lammps_checked")
+    checked = run_lammps(work, tag + "_lammps_checked",
+                         lammps_cmd(mode, checked_in, ["-log", lg, "-screen", "none"], rss), [lg], steps,
+                         rss_dir=rss)
     log("  LAMMPS %-6s %s (every 1 check yes)" % (mode, checked.get("error") or "loop %.3f s, total %.3f s"
                                                   % (checked["loop_s"], checked["wall_s"])))
-    md = run_mdflow(work, "inlj_mdflow",
-                    mdflow_cmd(xyz, LJ_STEPS, dt_fs, temp_K, 0.3, "Ar:1:1:2.5"))
+    md = run_mdflow(work, tag + "_mdflow",
+                    mdflow_cmd(xyz, steps, dt_fs, temp_K, 0.3, "Ar:1:1:2.5"))
     log("  mdflow        %s" % (md.get("error") or "loop %.3f s, total %.3f s, shards %d"
                                 % (md["loop_s"], md["wall_s"], md["shards"])))
-    res = {"case": "in.lj", "natoms": natoms, "steps": LJ_STEPS, "nsystems": 1,
+    res = {"case": "in.lj", "natoms": natoms, "steps": steps, "nsystems": 1,
            "dt_fs": dt_fs, "temperature_K": temp_K, "lammps_mode": mode,
            "mdflow": md, "lammps": per_mode[mode], "lammps_checked": checked,
            "lammps_modes_tried": {m: {k: r.get(k) for k in ("loop_s", "wall_s", "error")}
                                   for m, r in per_mode.items()}}
     return res, mode
+
+
+def case_small(work, mode):
+    """One small system for long (864 atoms, 10,000 steps): mdflow on NCORES
+    cores against LAMMPS on one core (serial) and on NCORES (mode)."""
+    natoms = 4 * SMALL_CELLS ** 3
+    log("== case small in.lj: %d atoms, %d steps ==" % (natoms, SMALL_STEPS))
+    tag = "small%d" % SMALL_CELLS
+    xyz = os.path.join(work, tag + ".xyz")
+    write_inlj_xyz(xyz, SMALL_CELLS)
+    infile = os.path.join(work, "in." + tag)
+    with open(infile, "w") as fp:
+        fp.write(INLJ_LAMMPS.format(n=SMALL_CELLS, steps=SMALL_STEPS).replace(
+            "neigh_modify delay 0 every 20 check no", "neigh_modify delay 0 every 1 check yes"))
+    runs = {}
+    for m in ["serial"] + ([mode] if mode != "serial" else []):
+        lg = os.path.join(work, "%s_%s.log" % (tag, m))
+        rss = rss_dir_for(work, "%s_lammps_%s" % (tag, m))
+        runs[m] = run_lammps(work, "%s_lammps_%s" % (tag, m),
+                             lammps_cmd(m, infile, ["-log", lg, "-screen", "none"], rss), [lg], SMALL_STEPS,
+                             rss_dir=rss)
+        r = runs[m]
+        log("  LAMMPS %-6s %s" % (m, r.get("error") or "loop %.3f s, total %.3f s" % (r["loop_s"], r["wall_s"])))
+    md = run_mdflow(work, tag + "_mdflow",
+                    mdflow_cmd(xyz, SMALL_STEPS, 0.005 / fs_internal(), 1.44 / KB_EV, 0.3, "Ar:1:1:2.5"))
+    log("  mdflow        %s" % (md.get("error") or "loop %.3f s, total %.3f s, overhead %.1f%%"
+                                % (md["loop_s"], md["wall_s"], 100 * (md["overhead_share"] or 0))))
+    res = {"case": "small in.lj", "natoms": natoms, "steps": SMALL_STEPS, "mdflow": md,
+           "lammps_serial": runs["serial"], "lammps": runs.get(mode, runs["serial"]), "lammps_mode": mode,
+           "note": "LAMMPS rebuilds with 'every 1 check yes' here (mdflow's rule); mdflow on %d cores, "
+                   "lammps_serial on one" % NCORES}
+    res["ratios_vs_serial"] = {"loop": ratio(md.get("loop_s"), runs["serial"].get("loop_s")),
+                               "total": ratio(md.get("wall_s"), runs["serial"].get("wall_s"))}
+    res["ratios"] = {"loop": ratio(md.get("loop_s"), res["lammps"].get("loop_s")),
+                     "total": ratio(md.get("wall_s"), res["lammps"].get("wall_s"))}
+    return res
 
 
 def case_batched(work, mode):
@@ -640,6 +742,96 @@ def print_table(results, machine, mode_desc):
                     % (100 * o["min"], 100 * o["max"], o["runs"]))
 
 
+def sizes_summary(sizes, small, machine, mode_desc):
+    """The large-system table: wall, rate and peak memory of both codes per
+    size, and how mdflow's rate holds from the smallest to the largest."""
+    ok = [r for r in sizes if not r["mdflow"].get("error") and not r["lammps"].get("error")]
+    lin = None
+    if len(ok) >= 2:
+        lin = ok[-1]["mdflow"]["atom_steps_per_s"] / ok[0]["mdflow"]["atom_steps_per_s"]
+    out = {"machine": machine, "mdflow_source": SOURCE, "ncores": NCORES, "quick": QUICK, "repeat": REPEAT,
+           "lammps_mode": mode_desc, "sizes": [], "small": small,
+           "mdflow_rate_largest_over_smallest": lin}
+    for r in sizes:
+        md, lmp = r["mdflow"], r["lammps"]
+        out["sizes"].append({
+            "atoms": r["natoms"], "steps": r["steps"],
+            "mdflow_wall_s": md.get("wall_s"), "mdflow_loop_s": md.get("loop_s"),
+            "mdflow_rate": md.get("atom_steps_per_s"), "mdflow_peak_rss_mb": md.get("peak_rss_mb"),
+            "mdflow_list_rebuilds": md.get("list_rebuilds"), "mdflow_overhead_share": md.get("overhead_share"),
+            "lammps_wall_s": lmp.get("wall_s"), "lammps_loop_s": lmp.get("loop_s"),
+            "lammps_rate": lmp.get("atom_steps_per_s"), "lammps_peak_rss_mb": lmp.get("peak_rss_mb"),
+            "lammps_list_builds": lmp.get("list_builds"),
+            "lammps_checked_wall_s": (r.get("lammps_checked") or {}).get("wall_s"),
+            "lammps_checked_loop_s": (r.get("lammps_checked") or {}).get("loop_s"),
+            "ratio_wall": ratio(md.get("wall_s"), lmp.get("wall_s")),
+            "ratio_loop": ratio(md.get("loop_s"), lmp.get("loop_s")),
+            "ratio_wall_vs_checked": ratio(md.get("wall_s"), (r.get("lammps_checked") or {}).get("wall_s")),
+            "ratio_rss": ratio(md.get("peak_rss_mb"), lmp.get("peak_rss_mb")),
+            "errors": [e for e in (md.get("error"), lmp.get("error")) if e]})
+    return out
+
+
+def print_sizes(summary):
+    log("")
+    log("in.lj by size (%s); wall = whole process; rate = loop atom-steps/s (M); RSS = peak resident MB "
+        "(LAMMPS: all ranks); ratio = mdflow / LAMMPS" % summary["lammps_mode"])
+    hdr = "%9s %6s | %8s %8s %7s %7s | %8s %8s %7s %7s | %7s %7s %7s" % (
+        "atoms", "steps", "md wall", "md loop", "md rate", "md RSS", "lmp wall", "lmp loop", "lmp rate", "lmp RSS",
+        "r wall", "r chk", "r RSS")
+    log(hdr)
+    log("-" * len(hdr))
+    for r in summary["sizes"]:
+        log("%9d %6d | %8s %8s %7s %7s | %8s %8s %7s %7s | %7s %7s %7s" % (
+            r["atoms"], r["steps"], f3(r["mdflow_wall_s"]), f3(r["mdflow_loop_s"]),
+            f3(r["mdflow_rate"] / 1e6 if r["mdflow_rate"] else None, "%.2f"), f3(r["mdflow_peak_rss_mb"], "%.0f"),
+            f3(r["lammps_wall_s"]), f3(r["lammps_loop_s"]),
+            f3(r["lammps_rate"] / 1e6 if r["lammps_rate"] else None, "%.2f"), f3(r["lammps_peak_rss_mb"], "%.0f"),
+            f3(r["ratio_wall"], "%.2f"), f3(r["ratio_wall_vs_checked"], "%.2f"), f3(r["ratio_rss"], "%.2f")))
+        for e in r["errors"]:
+            log("  error: %s" % e[:300])
+    if summary["mdflow_rate_largest_over_smallest"]:
+        log("mdflow rate at the largest size / at the smallest: %.2f" % summary["mdflow_rate_largest_over_smallest"])
+    sm = summary.get("small")
+    if sm:
+        md, ser = sm["mdflow"], sm["lammps_serial"]
+        log("small: %d atoms, %d steps: mdflow (%d cores) wall %s s, loop %s s, StarPU overhead+idle %s; "
+            "LAMMPS 1 core wall %s s; ratio %s; LAMMPS %d cores wall %s s"
+            % (sm["natoms"], sm["steps"], NCORES, f3(md.get("wall_s")), f3(md.get("loop_s")),
+               f3(100 * md["overhead_share"], "%.1f%%") if md.get("overhead_share") is not None else "-",
+               f3(ser.get("wall_s")), f3(sm["ratios_vs_serial"]["total"], "%.2f"), NCORES,
+               f3(sm["lammps"].get("wall_s"))))
+
+
+def plot_sizes(summary, png, work):
+    """atom-steps/s against atoms for both codes (gnuplot; skipped without it)."""
+    gp = shutil.which("gnuplot")
+    rows = [r for r in summary["sizes"] if r["mdflow_rate"] and r["lammps_rate"]]
+    if not gp or not rows:
+        log("plot: %s" % ("no gnuplot on PATH (Debian: gnuplot-nox)" if not gp else "no complete size"))
+        return None
+    data = os.path.join(work, "sizes.dat")
+    with open(data, "w") as fp:
+        for r in rows:
+            fp.write("%d %.6g %.6g %.6g %.6g\n" % (
+                r["atoms"], r["mdflow_rate"] / 1e6, r["lammps_rate"] / 1e6,
+                r["atoms"] * r["steps"] / r["mdflow_wall_s"] / 1e6, r["atoms"] * r["steps"] / r["lammps_wall_s"] / 1e6))
+    script = os.path.join(work, "sizes.gp")
+    with open(script, "w") as fp:
+        fp.write("set terminal pngcairo size 900,560 noenhanced\nset output '%s'\n" % png.replace("'", "''"))
+        fp.write("set title 'in.lj on %d cores: mdflow and LAMMPS by size'\n" % NCORES)
+        fp.write("set logscale x\nset xlabel 'atoms'\nset ylabel 'million atom-steps/s'\nset yrange [0:*]\n"
+                 "set key bottom right\nset grid\n")
+        fp.write("plot '%s' u 1:2 w lp lw 2 pt 7 t 'mdflow (step loop)', '' u 1:3 w lp lw 2 pt 5 t 'LAMMPS (loop)', "
+                 "'' u 1:4 w lp dt 2 pt 6 t 'mdflow (whole process)', '' u 1:5 w lp dt 2 pt 4 t 'LAMMPS (whole process)'\n"
+                 % data.replace("'", "''"))
+    p = subprocess.run([gp, script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if p.returncode != 0 or not os.path.exists(png):
+        log("plot: gnuplot failed: %s" % p.stdout.strip()[-300:])
+        return None
+    return png
+
+
 def main():
     keep = os.environ.get("KEEP", "0") not in ("", "0")
     work = os.environ.get("BENCH_WORK") or tempfile.mkdtemp(prefix="mdflow-bench.")
@@ -652,7 +844,7 @@ def main():
     log("bench: mdflow %s, LAMMPS %s, %d cores, modes available: %s%s; scratch %s"
         % (MDFLOW, LMP, NCORES, ", ".join(modes), " (%s)" % note if note else "", work))
     results = []
-    inlj, mode = case_inlj(work, modes)
+    inlj, mode = case_inlj(work, modes, *LJ_SIZES[0])
     opt = " -sf opt" if LMP_OPT else " (no OPT package)"
     if mode == "mpi":
         mode_desc = "LAMMPS: %d MPI ranks (mpirun -np %d%s)" % (NCORES, NCORES, opt)
@@ -664,6 +856,8 @@ def main():
     lammps_note = mode_desc + ("; chosen as the faster on in.lj of: " + ", ".join(modes) if len(modes) > 1 else
                                "; the only mode available" + (" (%s)" % note if note else ""))
     results.append(finish(inlj, machine, lammps_note))
+    sizes = [inlj] + [finish(case_inlj(work, [mode], n, st)[0], machine, lammps_note) for n, st in LJ_SIZES[1:]]
+    small = case_small(work, mode)
     results.append(finish(case_batched(work, mode), machine, lammps_note))
     for r in results:
         name = {"in.lj": "inlj", "batched": "batched"}[r["case"]]
@@ -671,13 +865,19 @@ def main():
             json.dump(r, fp, indent=2, sort_keys=False)
             fp.write("\n")
     print_table(results, machine, mode_desc)
+    summary = sizes_summary(sizes, small, machine, mode_desc)
+    summary["plot"] = plot_sizes(summary, os.path.join(OUT, "inlj_sizes.png"), work)
+    with open(os.path.join(OUT, "inlj_sizes.json"), "w") as fp:
+        json.dump(summary, fp, indent=2)
+        fp.write("\n")
+    print_sizes(summary)
     log("")
-    log("JSON: %s" % ", ".join(os.path.join(OUT, n) for n in ("inlj.json", "batched.json")))
+    log("JSON: %s" % ", ".join(os.path.join(OUT, n) for n in ("inlj.json", "batched.json", "inlj_sizes.json")))
     if not keep and not os.environ.get("BENCH_WORK"):
         shutil.rmtree(work, ignore_errors=True)
     else:
         log("scratch kept: %s" % work)
-    failed = any(r["mdflow"].get("error") or r["lammps"].get("error") for r in results)
+    failed = any(r["mdflow"].get("error") or r["lammps"].get("error") for r in results + sizes + [small])
     return 1 if failed else 0
 
 

@@ -185,6 +185,7 @@ typedef struct candidates {
     int32_t *self0;    /* j for the translation 0, else -1: i never pairs with itself through 0 */
     uint8_t *up_self;  /* n's first non-zero component is positive (i's own images: "up") */
     int32_t *hit;      /* candidates within r_list of the current atom */
+    uint8_t *within;   /* per candidate: whether it is one of them */
 } candidates;
 
 static void candidates_free(candidates *c)
@@ -197,6 +198,7 @@ static void candidates_free(candidates *c)
     free(c->self0);
     free(c->up_self);
     free(c->hit);
+    free(c->within);
     memset(c, 0, sizeof *c);
 }
 
@@ -213,8 +215,9 @@ static int candidates_reserve(candidates *c, int64_t cap)
     c->j = malloc(sizeof(int32_t) * (size_t)cap);
     c->self0 = malloc(sizeof(int32_t) * (size_t)cap);
     c->up_self = malloc((size_t)cap);
+    c->within = malloc((size_t)cap);
     c->cap = (int32_t)cap;
-    return c->x && c->y && c->z && c->entry && c->j && c->self0 && c->up_self && c->hit;
+    return c->x && c->y && c->z && c->entry && c->j && c->self0 && c->up_self && c->hit && c->within;
 }
 
 /* Small cells gather at most this many candidates (about 180 MB); beyond,
@@ -262,6 +265,32 @@ static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const
     }
 }
 
+/* The candidates within r_list of atom i (itself through translation 0
+ * excluded), into c->hit in candidate order. The distances go first into
+ * a mask, a loop the compiler vectorises (AVX-512 or AVX2 where the
+ * machine has them); then a branch-free compaction: most candidates are
+ * rejected, at random, so a branch would mispredict. */
+MDF_CPU_CLONES static int32_t sweep_candidates(const candidates *c, int32_t i, double xi, double yi, double zi,
+                                               double r_list2)
+{
+    const double *restrict x = c->x, *restrict y = c->y, *restrict z = c->z;
+    const int32_t *restrict self0 = c->self0;
+    uint8_t *restrict within = c->within;
+    int32_t *restrict hit = c->hit;
+    const int32_t n = c->n;
+#pragma omp simd
+    for (int32_t k = 0; k < n; k++) {
+        double dx = x[k] - xi, dy = y[k] - yi, dz = z[k] - zi;
+        within[k] = (uint8_t)((dx * dx + dy * dy + dz * dz < r_list2) & (self0[k] != i));
+    }
+    int32_t hits = 0;
+    for (int32_t k = 0; k < n; k++) {
+        hit[hits] = k;
+        hits += within[k];
+    }
+    return hits;
+}
+
 /* Lists of atoms [i0, i1) of system s, cell by cell: each neighbourhood is
  * gathered once and swept for every atom of the cell. */
 static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_t i1, const double *pos,
@@ -281,14 +310,9 @@ static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_
             if (i < i0 || i >= i1) continue;
             double xi = pos[3 * i] + v->offset[3 * i], yi = pos[3 * i + 1] + v->offset[3 * i + 1],
                    zi = pos[3 * i + 2] + v->offset[3 * i + 2];
-            int32_t li = i - atom_begin, up = 0, down = 0, hits = 0;
+            int32_t li = i - atom_begin, up = 0, down = 0;
             uint32_t *slots = l->slots + (size_t)li * (size_t)M;
-            /* Branch-free: most candidates are rejected, at random. */
-            for (int32_t k = 0; k < c->n; k++) {
-                double dx = c->x[k] - xi, dy = c->y[k] - yi, dz = c->z[k] - zi;
-                c->hit[hits] = k;
-                hits += (dx * dx + dy * dy + dz * dz < r_list2) & (c->self0[k] != i);
-            }
+            int32_t hits = sweep_candidates(c, i, xi, yi, zi, r_list2);
             for (int32_t h = 0; h < hits; h++) {
                 const int32_t k = c->hit[h], j = c->j[k];
                 mdf_nl_slot_put(slots, M, c->entry[k], j > i || (j == i && c->up_self[k]), &up, &down);
