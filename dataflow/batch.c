@@ -323,6 +323,95 @@ mdf_status mdf_batch_set_slot_columns(mdf_batch *b, int64_t slot, const mdf_fram
     return st;
 }
 
+/* ---- spatial order of large systems ------------------------------------------ */
+
+/* A system of more than this many atoms is stored in a spatial order (env
+ * MDF_SPATIAL_SORT: another threshold, 0 = never). Such a system is cut
+ * into index-range slices (one model task each, 2,048 atoms and up), and in
+ * an input ordered by lattice planes a slice is a slab thinner than the
+ * cutoff: nearly every pair crosses its edges and is computed by both
+ * slices. In a Morton order a slice is a compact block, most pairs lie
+ * inside it (Newton's third law, once), and neighbours are near in memory. */
+#define MDF_SPATIAL_SORT_ATOMS 2048
+
+static int64_t spatial_sort_threshold(void)
+{
+    const char *e = getenv("MDF_SPATIAL_SORT");
+    if (e && *e) {
+        char *end;
+        long long v = strtoll(e, &end, 10);
+        if (*end == '\0' && v >= 0) return v == 0 ? INT64_MAX : v;
+    }
+    return MDF_SPATIAL_SORT_ATOMS;
+}
+
+/* The 10 low bits of v, two zero bits after each (a Morton code's axis). */
+static uint64_t morton_spread(uint64_t v)
+{
+    v &= 0x3ff;
+    v = (v | v << 16) & 0x30000ff;
+    v = (v | v << 8) & 0x300f00f;
+    v = (v | v << 4) & 0x30c30c3;
+    v = (v | v << 2) & 0x9249249;
+    return v;
+}
+
+static int compare_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The order in which frame f's atoms are stored: order[k] is the input
+ * index of the k-th stored atom, by the Morton code of a grid over the
+ * atoms' bounding box (about 8 atoms a cell, at most 1024 cells a side),
+ * ties in input order. A function of the input positions alone, so the
+ * same input gives the same order. NULL: input order (small systems, or
+ * no memory, which costs speed only). */
+static int32_t *spatial_order(const mdf_frame *f)
+{
+    const int64_t n = f->natoms;
+    if (n <= spatial_sort_threshold() || n > INT32_MAX) return NULL;
+    double lo[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL}, hi[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+    for (int64_t a = 0; a < n; a++)
+        for (int k = 0; k < 3; k++) {
+            double x = f->positions[3 * a + k];
+            lo[k] = x < lo[k] ? x : lo[k];
+            hi[k] = x > hi[k] ? x : hi[k];
+        }
+    double volume = 1.0, span[3];
+    for (int k = 0; k < 3; k++) {
+        span[k] = hi[k] - lo[k];
+        volume *= span[k] > 0.0 ? span[k] : 1.0;
+    }
+    double side = cbrt(volume * 8.0 / (double)n); /* about 8 atoms a cell */
+    int32_t cells[3];
+    for (int k = 0; k < 3; k++) {
+        double c = span[k] > 0.0 && side > 0.0 ? ceil(span[k] / side) : 1.0;
+        cells[k] = c > 1024.0 ? 1024 : c < 1.0 ? 1 : (int32_t)c;
+    }
+    uint64_t *key = malloc(sizeof *key * (size_t)n);
+    int32_t *order = malloc(sizeof *order * (size_t)n);
+    if (!key || !order) {
+        free(key);
+        free(order);
+        return NULL;
+    }
+    for (int64_t a = 0; a < n; a++) {
+        uint64_t code = 0;
+        for (int k = 0; k < 3; k++) {
+            double t = span[k] > 0.0 ? (f->positions[3 * a + k] - lo[k]) / span[k] * cells[k] : 0.0;
+            int32_t c = t >= cells[k] ? cells[k] - 1 : t > 0.0 ? (int32_t)t : 0;
+            code |= morton_spread((uint64_t)c) << k;
+        }
+        key[a] = code << 32 | (uint64_t)a;
+    }
+    qsort(key, (size_t)n, sizeof *key, compare_u64);
+    for (int64_t k = 0; k < n; k++) order[k] = (int32_t)(key[k] & 0xffffffffu);
+    free(key);
+    return order;
+}
+
 /* Copies frame f (batch system i) into slot `slot` of shard sh, whose
  * local system index is `local_sys` and first atom `local_atom`. */
 static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_shard *sh,
@@ -346,20 +435,26 @@ static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_sh
     b->res[slot].energy_prev = NAN; /* no previous step for the energy criterion */
     b->res[slot].fmax = NAN;
     int64_t base = sh->atom_off + local_atom;
-    for (int64_t a = 0; a < f->natoms; a++) {
-        mdf_atom_info *ai = &b->atoms[base + a];
+    /* Stored atom k is input atom order[k] (its index field says which):
+     * every output maps back. */
+    int32_t *order = spatial_order(f);
+    for (int64_t k = 0; k < f->natoms; k++) {
+        const int64_t a = order ? order[k] : k;
+        mdf_atom_info *ai = &b->atoms[base + k];
         ai->z = f->numbers[a];
         ai->mass = frame_mass(f, a);
         ai->inv_mass = 1.0 / ai->mass;
         ai->sys = local_sys;
         ai->flags = frame_atom_frozen(f, a) ? MDF_ATOM_FROZEN : 0;
+        ai->index = (int32_t)a;
         s->nfrozen += (ai->flags & MDF_ATOM_FROZEN) != 0;
-        for (int k = 0; k < 3; k++) {
-            b->pos[3 * (base + a) + k] = f->positions[3 * a + k];
-            b->vel[3 * (base + a) + k] = f->velocities ? f->velocities[3 * a + k] : 0.0;
-            b->force[3 * (base + a) + k] = f->forces ? f->forces[3 * a + k] : 0.0;
+        for (int d = 0; d < 3; d++) {
+            b->pos[3 * (base + k) + d] = f->positions[3 * a + d];
+            b->vel[3 * (base + k) + d] = f->velocities ? f->velocities[3 * a + d] : 0.0;
+            b->force[3 * (base + k) + d] = f->forces ? f->forces[3 * a + d] : 0.0;
         }
     }
+    free(order);
     st = mdf_batch_set_slot_columns(b, (int64_t)slot, f, err);
     if (st != MDF_OK) return st;
     /* Keep the frame's own keys for output, other than ours and those of
@@ -678,9 +773,10 @@ static mdf_status refresh_freeze_columns(const mdf_batch *b, int64_t base, mdf_f
 {
     for (size_t k = 0; k < out->nextra; k++) {
         mdf_extra_column *c = &out->extra[k];
-        for (int64_t a = 0; a < out->natoms; a++) {
+        for (int64_t stored = 0; stored < out->natoms; stored++) {
+            const int64_t a = b->atoms[base + stored].index; /* the column's row */
             int was = column_freezes(c, a);
-            int now = (b->atoms[base + a].flags & MDF_ATOM_FROZEN) != 0;
+            int now = (b->atoms[base + stored].flags & MDF_ATOM_FROZEN) != 0;
             if (was < 0) break; /* not a freeze column */
             if (was == now) continue;
             for (int d = 0; d < c->ncols; d++) {
@@ -726,13 +822,14 @@ mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out, mdf
     st = mdf_frame_alloc(out, s->natoms, 1, 1, 1, err);
     if (st != MDF_OK) return st;
     int64_t base = mdf_batch_slot_atom(b, slot);
-    for (int64_t a = 0; a < s->natoms; a++) {
-        out->numbers[a] = b->atoms[base + a].z;
-        out->masses[a] = b->atoms[base + a].mass;
+    for (int64_t stored = 0; stored < s->natoms; stored++) {
+        const int64_t i = base + stored, a = b->atoms[i].index; /* back in input order */
+        out->numbers[a] = b->atoms[i].z;
+        out->masses[a] = b->atoms[i].mass;
         for (int k = 0; k < 3; k++) {
-            out->positions[3 * a + k] = b->pos[3 * (base + a) + k];
-            out->velocities[3 * a + k] = b->vel[3 * (base + a) + k];
-            out->forces[3 * a + k] = b->force[3 * (base + a) + k];
+            out->positions[3 * a + k] = b->pos[3 * i + k];
+            out->velocities[3 * a + k] = b->vel[3 * i + k];
+            out->forces[3 * a + k] = b->force[3 * i + k];
         }
     }
     memcpy(out->cell, s->cell, sizeof out->cell);
@@ -759,6 +856,17 @@ mdf_status mdf_batch_get_frame(const mdf_batch *b, size_t i, mdf_frame *out, mdf
     return st;
 }
 
+/* Where input atom `atom` of the system in `slot` is stored (its offset in
+ * the system's atoms). */
+static int64_t stored_atom(const mdf_batch *b, int64_t slot, int64_t atom)
+{
+    const mdf_atom_info *ai = &b->atoms[mdf_batch_slot_atom(b, slot)];
+    if (ai[atom].index == atom) return atom; /* input order */
+    for (int64_t k = 0; k < b->sys[slot].natoms; k++)
+        if (ai[k].index == atom) return k;
+    return atom; /* not reached: the indices are a permutation */
+}
+
 mdf_status mdf_batch_set_frozen(mdf_batch *b, size_t i, int64_t atom, int frozen, mdf_error *err)
 {
     mdf_status st = check_index(b, i, err);
@@ -777,7 +885,7 @@ mdf_status mdf_batch_set_frozen(mdf_batch *b, size_t i, int64_t atom, int frozen
         starpu_data_release(sh->atoms);
         return mdf_error_set(err, MDF_ERR_STARPU, "could not acquire shard %d's systems", sh->index);
     }
-    mdf_atom_info *ai = &b->atoms[sh->atom_off + s->atom_start + atom];
+    mdf_atom_info *ai = &b->atoms[sh->atom_off + s->atom_start + stored_atom(b, slot, atom)];
     int was = (ai->flags & MDF_ATOM_FROZEN) != 0;
     ai->flags = frozen ? (ai->flags | MDF_ATOM_FROZEN) : (ai->flags & ~MDF_ATOM_FROZEN);
     b->sys[slot].nfrozen += (frozen != 0) - was;
@@ -791,7 +899,7 @@ int mdf_batch_is_frozen(const mdf_batch *b, size_t i, int64_t atom)
     if (i >= b->nsys) return 0;
     int64_t slot = b->sys_slot[i];
     if (atom < 0 || atom >= b->sys[slot].natoms) return 0;
-    return (b->atoms[mdf_batch_slot_atom(b, slot) + atom].flags & MDF_ATOM_FROZEN) != 0;
+    return (b->atoms[mdf_batch_slot_atom(b, slot) + stored_atom(b, slot, atom)].flags & MDF_ATOM_FROZEN) != 0;
 }
 
 /* ---- inflight refills ------------------------------------------------------- */

@@ -471,7 +471,7 @@ mdf_status mdf_sink_write(mdf_sink *s, const mdf_batch *b, const uint8_t *mask, 
         const mdf_sys_info *si = &b->sys[slot];
         mdf_pack_system(buf, &L, h->nsys, h->natoms, si, &b->res[slot], 0, dt_fs);
         for (int32_t a = 0; a < si->natoms; a++)
-            mdf_pack_atom(buf, &L, h->natoms + a, (int32_t)(a0 + a), b->pos, b->vel, b->force, b->atoms);
+            mdf_pack_atom(buf, &L, h->natoms, (int32_t)(a0 + a), b->pos, b->vel, b->force, b->atoms);
         h->natoms += si->natoms;
         h->nsys++;
     }

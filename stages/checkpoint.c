@@ -689,7 +689,7 @@ mdf_status mdf_ckpt_read(const char *path, mdf_ckpt **out, mdf_error *err)
                                "mdflow_checkpoint attribute): give the checkpoint file the run wrote", path);
         else if (version != MDF_CKPT_LAYOUT)
             st = mdf_error_set(err, MDF_ERR_PARSE, "checkpoint '%s' has layout version %lld, this mdflow reads "
-                               "version %d (3 added frozen-atom counts, 4 a checksum): resume with the mdflow that wrote it, or start "
+                               "version %d (3 added frozen-atom counts, 4 a checksum, 5 atoms' input indices): resume with the mdflow that wrote it, or start "
                                "afresh", path, (long long)version, MDF_CKPT_LAYOUT);
         else if (read_root_attr(file, "checksum", &sum, 1) != 0)
             st = mdf_error_set(err, MDF_ERR_PARSE, "checkpoint '%s' is damaged: its checksum attribute is missing: "

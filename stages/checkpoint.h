@@ -30,8 +30,10 @@
 
 /* 2: mdf_sys_info.source (the sampler index of each system in flight)
  * 3: mdf_sys_info.nfrozen (counted again from the atoms' flags on load)
- * 4: the `checksum` attribute (older checkpoints are refused: no checksum) */
-#define MDF_CKPT_LAYOUT 4
+ * 4: the `checksum` attribute (older checkpoints are refused: no checksum)
+ * 5: mdf_atom_info.index (each stored atom's input index: large systems
+ *    are stored in a spatial order) */
+#define MDF_CKPT_LAYOUT 5
 
 /* ---- growable byte buffers --------------------------------------------------- */
 

@@ -704,6 +704,22 @@ static mdf_status damaged(const mdf_ckpt *ck, const char *what, mdf_error *err)
                          "resuming", mdf_ckpt_path(ck), what);
 }
 
+/* Whether a system's stored atoms carry each input index 0..n-1 once:
+ * outputs map the atoms back by them. */
+static int input_indices_valid(const mdf_atom_info *atoms, int32_t n)
+{
+    unsigned char *seen = calloc((size_t)n, 1);
+    int ok = 1;
+    if (!seen) return 1; /* cannot check: outputs would show a bad file */
+    for (int32_t a = 0; ok && a < n; a++) {
+        int32_t u = atoms[a].index;
+        ok = u >= 0 && u < n && !seen[u];
+        if (ok) seen[u] = 1;
+    }
+    free(seen);
+    return ok;
+}
+
 static mdf_status unpack_meta(const mdf_ckpt *ck, mdf_batch *b, mdf_error *err)
 {
     size_t n = 0;
@@ -817,6 +833,10 @@ static mdf_status get_batch(const mdf_ckpt *ck, mdf_batch **out, mdf_error *err)
             si->nfrozen = 0;
             for (int32_t a = 0; a < si->natoms; a++)
                 si->nfrozen += (b->atoms[sh->atom_off + si->atom_start + a].flags & MDF_ATOM_FROZEN) != 0;
+            if (!input_indices_valid(&b->atoms[sh->atom_off + si->atom_start], si->natoms)) {
+                st = damaged(ck, "a system's atom indices", err);
+                break;
+            }
         }
     }
     if (st != MDF_OK) {

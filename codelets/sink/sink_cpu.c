@@ -19,7 +19,7 @@ void mdf_pack_cpu(void *buffers[], void *cl_arg)
         if (!mdf_pack_selects(&sys[s], a)) continue;
         mdf_pack_system(buf, &L, k, na, &sys[s], &res[s], s, a->dt_fs);
         for (int32_t i = 0; i < sys[s].natoms; i++)
-            mdf_pack_atom(buf, &L, na + i, sys[s].atom_start + i, x, v, f, atoms);
+            mdf_pack_atom(buf, &L, na, sys[s].atom_start + i, x, v, f, atoms);
         na += sys[s].natoms;
         k++;
     }

@@ -42,7 +42,7 @@ __global__ void pack_atoms_kernel(const double *x, const double *v, const double
     int32_t s = MDF_PACK_PTR(buf, L, src, const int32_t)[k];
     int64_t a0 = MDF_PACK_PTR(buf, L, atom_ptr, const int64_t)[k];
     for (int32_t i = (int32_t)threadIdx.x; i < sys[s].natoms; i += (int32_t)blockDim.x)
-        mdf_pack_atom(buf, &L, a0 + i, sys[s].atom_start + i, x, v, f, atoms);
+        mdf_pack_atom(buf, &L, a0, sys[s].atom_start + i, x, v, f, atoms);
 }
 
 extern "C" void mdf_pack_cuda(void *buffers[], void *cl_arg)

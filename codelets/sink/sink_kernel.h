@@ -111,10 +111,13 @@ MDF_HD void mdf_pack_system(char *base, const mdf_pack_layout *L, int64_t k, int
     MDF_PACK_PTR(base, *L, time, double)[k] = (double)s->step * dt_fs;
 }
 
-/* Packed atom a from shard atom i. */
-MDF_HD void mdf_pack_atom(char *base, const mdf_pack_layout *L, int64_t a, int32_t i, const double *x,
+/* Shard atom i into the packed system whose first atom is a0, at its input
+ * index (atoms[i].index: a large system's atoms are stored in a spatial
+ * order, outputs are in the order given). */
+MDF_HD void mdf_pack_atom(char *base, const mdf_pack_layout *L, int64_t a0, int32_t i, const double *x,
                           const double *v, const double *f, const mdf_atom_info *atoms)
 {
+    const int64_t a = a0 + atoms[i].index;
     for (int d = 0; d < 3; d++) {
         MDF_PACK_PTR(base, *L, pos, double)[3 * a + d] = x[3 * i + d];
         MDF_PACK_PTR(base, *L, vel, double)[3 * a + d] = v[3 * i + d];

@@ -28,7 +28,7 @@ __global__ void velocity_draw_kernel(double *v, const mdf_atom_info *atoms, cons
     if (in && mdf_velocity_wanted(&sys[s], status, entering_only)) {
         const mdf_sys_info *si = &sys[s];
         double *va = v + 3 * (size_t)a;
-        mdf_velocity_draw(mdf_velocity_key(seed, si->id), a - si->atom_start, mdf_velocity_sd(&atoms[a], kT), va);
+        mdf_velocity_draw(mdf_velocity_key(seed, si->id), atoms[a].index, mdf_velocity_sd(&atoms[a], kT), va);
         for (int k = 0; k < 3; k++) part[k] = atoms[a].mass * va[k];
         part[3] = atoms[a].mass;
     }

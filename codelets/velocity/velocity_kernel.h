@@ -47,7 +47,7 @@ MDF_HD uint64_t mdf_velocity_key(uint64_t seed, int64_t id)
     return seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)id;
 }
 
-/* Velocity of atom a (index within its system), from the pair of normals
+/* Velocity of atom a (its input index within its system), from the pair of normals
  * drawn for components (0,1) and (2, unused). */
 MDF_HD void mdf_velocity_draw(uint64_t key, int64_t a, double sd, double v[3])
 {

@@ -37,7 +37,10 @@ typedef struct mdf_atom_info {
     int32_t z;         /* atomic number */
     int32_t sys;       /* index of the atom's system within its shard */
     int32_t flags;     /* MDF_ATOM_* */
-    int32_t pad_;
+    /* The atom's index in its system as given (input order). A system of
+     * more than 2,048 atoms is stored in a spatial order (so that its
+     * slices are compact), and every output maps its atoms back by this. */
+    int32_t index;
 } mdf_atom_info;
 
 /* Per-system event flags (mdf_sys_info.flags). The NONFINITE bits are set by
