@@ -89,7 +89,8 @@ static mdf_status check_system(const mdf_compute *c, size_t i, mdf_error *err)
     int64_t base = mdf_batch_slot_atom(b, slot);
     for (int32_t a = 0; a < s->natoms; a++) {
         int z = b->atoms[base + a].z;
-        if (!mdf_model_has_element(c->m, z)) return mdf_model_element_error(c->m, i, (long long)s->id, a, z, err);
+        if (!mdf_model_has_element(c->m, z)) /* named by its input index */
+            return mdf_model_element_error(c->m, i, (long long)s->id, b->atoms[base + a].index, z, err);
     }
     /* A model that finds its own neighbours takes periodic images itself. */
     for (int k = 0; k < 3 && !mdf_model_own_neighbours(c->m); k++) {
@@ -319,15 +320,20 @@ static int batch_has_small_cells(const mdf_batch *b, double r_list)
  * batch that had none walks its cells when its lists overflow. Worked out in
  * double: the sphere alone passes INT32_MAX from a cutoff of about 2600 Å. */
 /* Slots from the batch's own density, where that is safe to go by: every
- * system periodic in x, y and z (its density is n/V, not a guess), none
- * below half the model's expected density (a dilute gas may condense: it
- * keeps the model's bound), and no room for refills (a later system could
- * be denser). Then 1.3 x the densest system's mean neighbour count, + 16:
- * a liquid's or a hot crystal's local counts stay well within that (in.lj
- * at T = 1.44: at most 87 for a mean of 78). A list costs 4 bytes a slot
+ * system periodic in x, y and z, with its local density measured when it
+ * entered the batch (the fullest of its coarse cells: mdf_sys_info.
+ * densest_cell; a slab in vacuum counts its solid), none below half the
+ * model's expected density (a dilute gas may condense: it keeps the
+ * model's bound), and no room for refills (a later system could be
+ * denser). Then 1.2 x the neighbour count at the densest system's local
+ * density (itself above the mean: the fullest cell), + 16: a liquid's or
+ * a hot crystal's counts stay well within that (in.lj at T = 1.44: 111
+ * slots, at most 87 neighbours for a mean of 78), and so does a cell that
+ * shrinks by 10% (NPT, cell relaxation). A list costs 4 bytes a slot
  * and an atom, most of a large system's memory. An atom with more
  * neighbours than slots is still right (it walks its cells), only slower.
- * INFINITY when the rule does not apply. */
+ * Depends only on what a checkpoint stores (the systems and the shards), so
+ * a resumed run has the same slots. INFINITY when the rule does not apply. */
 static double measured_slots(const mdf_model *m, const mdf_batch *b, double r_list)
 {
     double densest = 0.0;
@@ -337,12 +343,13 @@ static double measured_slots(const mdf_model *m, const mdf_batch *b, double r_li
     }
     for (size_t i = 0; i < b->nsys; i++) {
         const mdf_sys_info *s = &b->sys[b->sys_slot[i]];
-        if (!(s->pbc[0] && s->pbc[1] && s->pbc[2])) return INFINITY;
-        double density = s->natoms / fabs(mdf_det3(s->cell));
+        if (!(s->pbc[0] && s->pbc[1] && s->pbc[2]) || s->densest_cell <= 0) return INFINITY;
+        const double cells = mdf_coarse_cells(s->natoms);
+        double density = s->densest_cell * cells * cells * cells / fabs(mdf_det3(s->cell));
         if (!(density >= 0.5 * m->density_hint)) return INFINITY;
         densest = density > densest ? density : densest;
     }
-    return ceil(1.3 * densest * 4.0 / 3.0 * M_PI * r_list * r_list * r_list) + 16.0;
+    return ceil(1.2 * densest * 4.0 / 3.0 * M_PI * r_list * r_list * r_list) + 16.0;
 }
 
 static int32_t list_slots(const mdf_model *m, const mdf_batch *b, double r_list)

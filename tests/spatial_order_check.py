@@ -23,6 +23,11 @@ output must give their atoms back in the order of the input.
                               IN's positions, bit for bit
   h5 A.h5 B.h5 TOL            two HDF5 structure trajectories: same systems,
                               steps, numbers, masses; positions within TOL
+  make-dense SLAB LATTICE     LJ in reduced units (sigma 1 A, mass 1): an fcc
+                              (111) slab at reduced density 1.09 with 30%
+                              vacuum along z, periodic in x, y and z (2,592
+                              atoms), and in.lj's fcc lattice at 0.8442
+                              (6,912 atoms)
 Exit status 0 when the check holds, 1 with the reason otherwise."""
 import sys
 
@@ -58,6 +63,21 @@ def make(path):
         frames.append(a)
     ase.io.write(path, frames, format="extxyz")
     print("atoms per system:", [len(a) for a in frames])
+    return 0
+
+
+def make_dense(slab_path, lattice_path):
+    from ase.build import bulk, fcc111
+    slab = fcc111("Ar", size=(12, 12, 18), a=(4 / 1.09) ** (1 / 3), vacuum=0.0, periodic=True)
+    cell = slab.cell[:].copy()
+    cell[2] *= 1.4
+    slab.set_cell(cell)
+    slab.pbc = True
+    slab.info.clear()
+    lattice = bulk("Ar", "fcc", a=(4 / 0.8442) ** (1 / 3), cubic=True) * (12, 12, 12)
+    for a, path in ((slab, slab_path), (lattice, lattice_path)):
+        a.set_masses([1.0] * len(a))
+        ase.io.write(path, a, format="extxyz")
     return 0
 
 
@@ -150,6 +170,8 @@ def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "make" and len(argv) == 3:
         return make(argv[2])
+    if cmd == "make-dense" and len(argv) == 4:
+        return make_dense(argv[2], argv[3])
     checks = {"input": (check_input, 2), "close": (check_close, 3), "roundoff": (check_roundoff, 2),
               "frozen": (check_frozen, 2), "h5": (check_h5, 3)}
     if cmd not in checks or len(argv) != 2 + checks[cmd][1]:

@@ -15,7 +15,14 @@
 #   input order within 1e-8 Å; frozen atoms at their input positions;
 # - a workflow with checkpoints, killed after its first and resumed, ends
 #   byte for byte as the same workflow left alone (the stored order is in
-#   the checkpoint).
+#   the checkpoint);
+# - neighbour-list slots from the local density (dataflow/compute.c,
+#   measured_slots): in.lj's lattice (6,912 atoms, reduced density 0.8442)
+#   and an fcc slab at 1.09 with 30% vacuum, periodic in x, y and z, run 20
+#   MD steps at T = 0.43 epsilon/kB with no atom beyond its slots, the
+#   lattice with fewer slots than the model's bound (1.2 x 1.5/sigma^3 x the
+#   list sphere + 8 = 174) and the slab with at least its solid's count (1.09
+#   x the list sphere = 100).
 #
 # Needs /usr/bin/python3 with ASE, numpy and h5py; skipped without.
 set -u
@@ -104,4 +111,19 @@ else
     show stderr "$T/stderr"
 fi
 check "the resumed run's structures in input order (tags, species)" close killed.xyz alone.xyz 0
+
+# slots_case NAME FILE LOW HIGH: 20 MD steps of FILE, no atom beyond its
+# slots, and LOW <= slots <= HIGH.
+slots_case() {
+    run "$MDFLOW" md --input "$2" --lj-species Ar:1:1:2.5 --skin 0.3 --steps 20 --dt 0.02 --temperature 5000
+    line=$(grep -F "largest neighbour count" "$T/stdout")
+    slots=$(echo "$line" | sed -n 's/.* of \([0-9]*\) slots.*/\1/p')
+    beyond=$(echo "$line" | sed -n 's/.*atoms beyond the slots \([0-9]*\).*/\1/p')
+    if [ "$rc" -eq 0 ] && [ "$beyond" = 0 ] && [ "$slots" -ge "$3" ] && [ "$slots" -le "$4" ]; then
+        pass "$1: $slots slots (within $3..$4), no atom beyond them"
+    else fail "$1: within $3..$4 slots, no atom beyond them" "status $rc: $line"; show stderr "$T/stderr"; fi
+}
+"$PY" "$CHECK" make-dense slab.xyz lattice.xyz >/dev/null 2>&1 || fail "the slab and the lattice are written"
+slots_case "in.lj's lattice, 6,912 atoms: slots from its density" lattice.xyz 87 173
+slots_case "an fcc slab with 30% vacuum, periodic: slots from its solid's density" slab.xyz 100 174
 finish

@@ -23,15 +23,17 @@ static void scale_velocities(const mdf_sys_info *s, double *v, double alpha)
 
 #define NORMAL_BLOCK 64
 
-/* The Langevin normals of atoms first .. first + n - 1 of a system (the
- * numbers mdf_gauss3_step draws, to round-off), a block at a time: the
- * Philox rounds and Box–Muller vectorise over atoms. */
-MDF_CPU_CLONES static void langevin_normals(uint64_t key, int64_t step, uint32_t first, int32_t n,
-                                               double g[3][NORMAL_BLOCK])
+/* The Langevin normals of shard atoms first .. first + n - 1 (the numbers
+ * mdf_gauss3_step draws, to round-off), a block at a time: the Philox
+ * rounds and Box–Muller vectorise over atoms. Each atom's stream is keyed
+ * by its input index: the same noise whatever order its system is stored
+ * in. */
+MDF_CPU_CLONES static void langevin_normals(uint64_t key, int64_t step, const mdf_atom_info *atoms, int32_t first,
+                                               int32_t n, double g[3][NORMAL_BLOCK])
 {
 #pragma omp simd
     for (int32_t i = 0; i < n; i++) {
-        mdf_normal3 n3 = mdf_normal3_step(key, step, first + (uint32_t)i, MDF_RNG_LANGEVIN);
+        mdf_normal3 n3 = mdf_normal3_step(key, step, (uint32_t)atoms[first + i].index, MDF_RNG_LANGEVIN);
         g[0][i] = n3.g[0];
         g[1][i] = n3.g[1];
         g[2][i] = n3.g[2];
@@ -100,7 +102,7 @@ void mdf_langevin_pre_cpu(void *buffers[], void *cl_arg)
         for (int32_t i0 = 0; i0 < sys[s].natoms; i0 += NORMAL_BLOCK) {
             int32_t n = sys[s].natoms - i0 < NORMAL_BLOCK ? sys[s].natoms - i0 : NORMAL_BLOCK;
             double g[3][NORMAL_BLOCK];
-            langevin_normals(key, sys[s].step, (uint32_t)i0, n, g);
+            langevin_normals(key, sys[s].step, atoms, sys[s].atom_start + i0, n, g);
             dk += baoab_block(x, v, f, atoms, sys[s].atom_start + i0, n, a, g);
         }
         res[s].extra_energy -= dk;

@@ -79,7 +79,7 @@ __global__ void langevin_pre_atoms_kernel(double *x, double *v, const double *f,
     if (in && sys[s].status == a.status) {
         const mdf_sys_info *si = &sys[s];
         dk[0] = mdf_baoab_pre_atom(x + k3, v + k3, f + k3, atoms[at].mass, atoms[at].inv_mass, atoms[at].flags, &a,
-                                   mdf_velocity_key(a.seed, si->id), si->step, (uint32_t)(at - si->atom_start));
+                                   mdf_velocity_key(a.seed, si->id), si->step, (uint32_t)atoms[at].index);
     }
     mdf_seg_block<1>(dk, at, s, sys, p);
 }

@@ -82,10 +82,24 @@ typedef struct mdf_sys_info {
                             * wherever flags are set (creation, refills,
                             * mdf_batch_set_frozen) and counted again from the
                             * flags when a checkpoint is loaded */
-    int32_t pad_;
+    int32_t densest_cell;  /* periodic in x, y and z: the atoms of the fullest
+                            * of mdf_coarse_cells(natoms)^3 equal cells (in
+                            * fractional coordinates) when the system entered
+                            * the batch, its highest local density; else 0.
+                            * Sizes the neighbour lists (dataflow/compute.c) */
     double cell[9];        /* lattice vectors as rows, Å */
     double inv_cell[9];    /* inverse of cell: fractional = r · inv_cell */
 } mdf_sys_info;
+
+/* Cells per direction of the coarse grid of mdf_sys_info.densest_cell:
+ * about 128 atoms a cell (a liquid's counts then vary by about 10%), at
+ * most 64. */
+MDF_HD int32_t mdf_coarse_cells(int32_t natoms)
+{
+    int32_t m = 1;
+    while (m < 64 && (int64_t)(m + 1) * (m + 1) * (m + 1) * 128 <= natoms) m++;
+    return m;
+}
 
 /* Per-system results: written by the model (energy, virial) and by the
  * integrator's second half (kinetic energy). */
