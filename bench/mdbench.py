@@ -482,6 +482,18 @@ def detect_lammps_modes(work):
 
 # ------------------------------------------------------------------ cases --
 
+def run_lammps_input(work, name, mode, infile, steps, what=""):
+    """LAMMPS on one input file in a mode, its log WORK/NAME.log and the peak
+    memory of its processes; prints a line."""
+    lg = os.path.join(work, name + ".log")
+    rss = rss_dir_for(work, name + "_lammps")
+    r = run_lammps(work, name + "_lammps", lammps_cmd(mode, infile, ["-log", lg, "-screen", "none"], rss), [lg],
+                   steps, rss_dir=rss)
+    log("  LAMMPS %-6s %s%s" % (mode, r.get("error") or "loop %.3f s, total %.3f s" % (r["loop_s"], r["wall_s"]),
+                                what))
+    return r
+
+
 def case_inlj(work, modes, ncell=None, steps=None):
     ncell, steps = ncell or LJ_CELLS, steps or LJ_STEPS
     log("== case in.lj: %d atoms, %d steps ==" % (4 * ncell ** 3, steps))
@@ -494,15 +506,7 @@ def case_inlj(work, modes, ncell=None, steps=None):
     tau_fs = 1.0 / fs_internal()                 # one LJ time unit in fs
     dt_fs = 0.005 * tau_fs
     temp_K = 1.44 / KB_EV
-    per_mode = {}
-    for mode in modes:
-        lg = os.path.join(work, "%s_%s.log" % (tag, mode))
-        rss = rss_dir_for(work, "%s_lammps_%s" % (tag, mode))
-        per_mode[mode] = run_lammps(work, "%s_lammps_%s" % (tag, mode),
-                                    lammps_cmd(mode, infile, ["-log", lg, "-screen", "none"], rss), [lg], steps,
-                                    rss_dir=rss)
-        r = per_mode[mode]
-        log("  LAMMPS %-6s %s" % (mode, r.get("error") or "loop %.3f s, total %.3f s" % (r["loop_s"], r["wall_s"])))
+    per_mode = {mode: run_lammps_input(work, "%s_%s" % (tag, mode), mode, infile, steps) for mode in modes}
     ok = {m: r for m, r in per_mode.items() if not r.get("error")}
     mode = min(ok, key=lambda m: ok[m]["loop_s"]) if ok else modes[0]
     # The same system with mdflow's rebuild rule (any atom moved more than
@@ -512,13 +516,7 @@ def case_inlj(work, modes, ncell=None, steps=None):
     with open(checked_in, "w") as fp:
         fp.write(INLJ_LAMMPS.format(n=ncell, steps=steps).replace(
             "neigh_modify delay 0 every 20 check no", "neigh_modify delay 0 every 1 check yes"))
-    lg = os.path.join(work, "%s_checked.log" % tag)
-    rss = rss_dir_for(work, tag + "_lammps_checked")
-    checked = run_lammps(work, tag + "_lammps_checked",
-                         lammps_cmd(mode, checked_in, ["-log", lg, "-screen", "none"], rss), [lg], steps,
-                         rss_dir=rss)
-    log("  LAMMPS %-6s %s (every 1 check yes)" % (mode, checked.get("error") or "loop %.3f s, total %.3f s"
-                                                  % (checked["loop_s"], checked["wall_s"])))
+    checked = run_lammps_input(work, tag + "_checked", mode, checked_in, steps, " (every 1 check yes)")
     md = run_mdflow(work, tag + "_mdflow",
                     mdflow_cmd(xyz, steps, dt_fs, temp_K, 0.3, "Ar:1:1:2.5"))
     log("  mdflow        %s" % (md.get("error") or "loop %.3f s, total %.3f s, shards %d"
@@ -543,15 +541,8 @@ def case_small(work, mode):
     with open(infile, "w") as fp:
         fp.write(INLJ_LAMMPS.format(n=SMALL_CELLS, steps=SMALL_STEPS).replace(
             "neigh_modify delay 0 every 20 check no", "neigh_modify delay 0 every 1 check yes"))
-    runs = {}
-    for m in ["serial"] + ([mode] if mode != "serial" else []):
-        lg = os.path.join(work, "%s_%s.log" % (tag, m))
-        rss = rss_dir_for(work, "%s_lammps_%s" % (tag, m))
-        runs[m] = run_lammps(work, "%s_lammps_%s" % (tag, m),
-                             lammps_cmd(m, infile, ["-log", lg, "-screen", "none"], rss), [lg], SMALL_STEPS,
-                             rss_dir=rss)
-        r = runs[m]
-        log("  LAMMPS %-6s %s" % (m, r.get("error") or "loop %.3f s, total %.3f s" % (r["loop_s"], r["wall_s"])))
+    runs = {m: run_lammps_input(work, "%s_%s" % (tag, m), m, infile, SMALL_STEPS)
+            for m in ["serial"] + ([mode] if mode != "serial" else [])}
     md = run_mdflow(work, tag + "_mdflow",
                     mdflow_cmd(xyz, SMALL_STEPS, 0.005 / fs_internal(), 1.44 / KB_EV, 0.3, "Ar:1:1:2.5"))
     log("  mdflow        %s" % (md.get("error") or "loop %.3f s, total %.3f s, overhead %.1f%%"
