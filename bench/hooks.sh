@@ -4,13 +4,5 @@
 # bench/run.sh (MDFLOW or MDF_BUILD, NCORES, QUICK, REPEAT, BENCH_OUT).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-if [ -z "${MDFLOW:-}" ]; then
-    if [ -n "${MDF_BUILD:-}" ] && [ -x "$MDF_BUILD/mdflow" ]; then MDFLOW=$MDF_BUILD/mdflow
-    elif [ -x "$here/../build/mdflow" ]; then MDFLOW=$here/../build/mdflow
-    elif command -v mdflow >/dev/null 2>&1; then MDFLOW=$(command -v mdflow)
-    else echo "bench: no mdflow program: set MDFLOW=/path/to/mdflow or MDF_BUILD=/path/to/build" >&2; exit 2
-    fi
-fi
-NCORES=${NCORES:-$(nproc)}
-export MDFLOW NCORES
+. "$here/find_mdflow.sh"
 exec /usr/bin/python3 "$here/hooks_bench.py"

@@ -14,17 +14,6 @@
 # PIPE_MD_STEPS, SPLIT_MAX_ATOMS (see bench/pipe_split_bench.py).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-if [ -z "${MDFLOW:-}" ]; then
-    if [ -n "${MDF_BUILD:-}" ] && [ -x "$MDF_BUILD/mdflow" ]; then MDFLOW=$MDF_BUILD/mdflow
-    elif [ -x "$here/../build/mdflow" ]; then MDFLOW=$here/../build/mdflow
-    elif command -v mdflow >/dev/null 2>&1; then MDFLOW=$(command -v mdflow)
-    else echo "bench: no mdflow program: set MDFLOW=/path/to/mdflow or MDF_BUILD=/path/to/build" >&2; exit 2
-    fi
-fi
-case $MDFLOW in
-    */*) d=$(cd "$(dirname "$MDFLOW")" 2>/dev/null && pwd) && MDFLOW=${d%/}/$(basename "$MDFLOW") ;;
-esac
+. "$here/find_mdflow.sh"
 command -v "${MPIRUN:-mpirun}" >/dev/null 2>&1 || { echo "bench: no mpirun (Debian: apt-get install openmpi-bin)" >&2; exit 2; }
-NCORES=${NCORES:-$(nproc)}
-export MDFLOW NCORES
 exec /usr/bin/python3 "$here/pipe_split_bench.py"
