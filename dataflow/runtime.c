@@ -260,19 +260,7 @@ void mdf_runtime_print_worker_stats(FILE *fp)
                 st[w].total_s > 0 ? 100.0 * st[w].executing_s / st[w].total_s : 0.0);
 }
 
-long long mdf_runtime_bus_bytes(long long *transfers)
-{
-    long long bytes = 0, count = 0;
-    int n = starpu_bus_get_count();
-    for (int b = 0; b < n; b++) {
-        struct starpu_profiling_bus_info info;
-        if (starpu_bus_get_profiling_info(b, &info) != 0) continue;
-        bytes += info.transferred_bytes;
-        count += info.transfer_count;
-    }
-    if (transfers) *transfers = count;
-    return bytes;
-}
+long long mdf_runtime_bus_bytes(long long *transfers) { return mdf_bus_bytes(transfers); }
 
 /* ---- task trace ------------------------------------------------------------------------- */
 

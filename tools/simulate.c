@@ -373,14 +373,7 @@ static int replay(void)
 
 static void write_report_head(FILE *fp, double seconds)
 {
-    long long bytes = 0, count = 0;
-    int nbus = starpu_bus_get_count();
-    for (int b = 0; b < nbus; b++) {
-        struct starpu_profiling_bus_info info;
-        if (starpu_bus_get_profiling_info(b, &info) != 0) continue;
-        bytes += info.transferred_bytes;
-        count += info.transfer_count;
-    }
+    long long count = 0, bytes = mdf_bus_bytes(&count);
     fprintf(fp, "mdflow-sched-report 1\nwall_s %.9g\nbus %lld %lld\nuncalibrated %ld\n", seconds, bytes, count,
             __atomic_load_n(&fallbacks, __ATOMIC_RELAXED));
     for (unsigned w = 0; w < starpu_worker_get_count(); w++) {

@@ -1,6 +1,7 @@
-/* mdflow — byte blobs as StarPU vectors, and a task's size from its work:
- * the pieces of the codelet glue that need StarPU alone (mdflow-simulate
- * links this file with mdf_perfmodel.c, without libmdflow). */
+/* mdflow — byte blobs as StarPU vectors, a task's size from its work, and
+ * the bytes StarPU moved: the pieces of the codelet glue that need StarPU
+ * alone (mdflow-simulate links this file with mdf_perfmodel.c, without
+ * libmdflow). */
 #include <math.h>
 #include <string.h>
 #include "mdf_codelet.h"
@@ -46,4 +47,18 @@ uint32_t mdf_footprint_by_work(struct starpu_task *task)
     /* ~10% wide bins: log(work)/log(1.1). */
     uint32_t bin = work > 0 ? (uint32_t)lrint(log((double)work) / log(1.1)) : 0u;
     return starpu_hash_crc32c_be(bin, 0);
+}
+
+long long mdf_bus_bytes(long long *transfers)
+{
+    long long bytes = 0, count = 0;
+    int n = starpu_bus_get_count();
+    for (int b = 0; b < n; b++) {
+        struct starpu_profiling_bus_info info;
+        if (starpu_bus_get_profiling_info(b, &info) != 0) continue;
+        bytes += info.transferred_bytes;
+        count += info.transfer_count;
+    }
+    if (transfers) *transfers = count;
+    return bytes;
 }

@@ -41,6 +41,11 @@
 size_t mdf_blob_padded(size_t bytes);
 void mdf_blob_register(starpu_data_handle_t *handle, int home, uintptr_t ptr, size_t bytes);
 
+/* Bytes moved between memory nodes over every bus since profiling began
+ * (StarPU's bus profiling), and the transfers into *transfers (may be
+ * NULL): mdf_runtime_bus_bytes, and mdflow-simulate's report. */
+long long mdf_bus_bytes(long long *transfers);
+
 /* A codelet's performance model, fitted by mdflow on the task's work
  * (mdf_perfmodel.c says why and how). */
 #define MDF_PERFMODEL(var, name)                                                                   \
