@@ -22,58 +22,100 @@ static double *eam_wrapped_alloc(const mdf_chunk *c)
     return (double *)malloc(sizeof(double) * 3 * (size_t)(c->touch_end > 0 ? c->touch_end : 1));
 }
 
-/* One pair: d = r_j - r_i, r2 = |d|²; both: j is one of the chunk's rows
- * too (add to both atoms), else to i only (j's own chunk adds its side). */
-typedef void (*eam_pair_fn)(void *user, int32_t i, int32_t j, const double d[3], double r2, int both);
+/* The sums of one atom's row (its density or its force, energy and virial):
+ * a local of eam_pairs, which the compiler keeps in registers. Summing into
+ * the density or force arrays instead made each pair wait on the previous
+ * pair's store to the same element. ei and fp_i are the row's element and
+ * F'(rho_i), read once per row. */
+typedef struct eam_row {
+    int32_t ei;
+    double fp_i, rho, e, f[3], w[9];
+    int single; /* a one-element file (a constant at each call) */
+} eam_row;
 
-/* Calls fn once for every pair (i, j, n) within the cut-off with i in
- * [lo, hi) (the chunk's rows of system s): pairs within the rows once (up
- * entries: Newton's third law, as LAMMPS's pair_eam), pairs with an atom
- * outside them (a slice of a larger system) from i's side, both = 0. An
- * atom without a list walks its cells instead. */
-/* Inlined into each caller (a constant fn), so the pair arithmetic is too. */
-static inline __attribute__((always_inline)) void eam_pairs(const double *x, double *w, const mdf_sys_info *si,
-                                                            int32_t s, const mdf_nl_list_view *l,
-                                                            const mdf_nl_bins_view *v, int32_t atom_begin, int32_t lo,
-                                                            int32_t hi, double cutsq, eam_pair_fn fn, void *user)
+#define EAM_INLINE static inline __attribute__((always_inline))
+
+/* One pair: d = r_j - r_i, r2 = |d|²; both: j is one of the chunk's rows
+ * too (add to both atoms), else to i only (j's own chunk adds its side).
+ * i's side goes to the row r. */
+typedef void (*eam_pair_fn)(void *user, eam_row *r, int32_t i, int32_t j, const double d[3], double r2, int both);
+/* Before (r zeroed but for ei) and after atom i's row. */
+typedef void (*eam_row_fn)(void *user, eam_row *r, int32_t i);
+
+/* The list rows [lo, hi) of system s: 5-bit entries (wide = 0) or wide ones
+ * (small cells), one element or several; the flags are constants at each
+ * call, so the compiler specialises every copy. */
+EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *si, int32_t s, const mdf_nl_list_view *l,
+                         const mdf_nl_bins_view *v, const mdf_nl_shifts *sh, const mdf_atom_info *atoms,
+                         const mdf_eam_params *p, int32_t atom_begin, int32_t lo, int32_t hi, double cutsq,
+                         int wide, int single, eam_pair_fn fn, eam_row_fn begin, eam_row_fn end, void *user)
 {
-    /* Wrapped positions x + o of the system, which its lists index (w is
-     * indexed like x; only the system's rows are written). */
-    for (int32_t k = 3 * si->atom_start; k < 3 * (si->atom_start + si->natoms); k++) w[k] = x[k] + v->offset[k];
-    const mdf_nl_grid *g = &v->grid[s];
-    mdf_nl_shifts sh;
-    mdf_nl_shifts_init(&sh, g, si->cell);
     const int32_t M = l->head->slots;
+    const mdf_nl_grid *g = &v->grid[s];
     const int32_t *cs = v->cell_start + si->atom_start + s;
     for (int32_t i = lo; i < hi; i++) {
         const int32_t li = i - atom_begin;
-        double xi[3], d[3];
+        eam_row r = {0};
+        r.ei = single ? 0 : mdf_eam_elem(p, atoms[i].z);
+        r.single = single;
+        begin(user, &r, i);
+        double d[3];
         if (l->n_up[li] + l->n_down[li] > M) {
+            /* more neighbours than slots: walk the cells */
             mdf_nl_pairs pw;
             mdf_nl_pairs_begin(&pw, i, x, v->offset, g, cs, v->sorted, v->cell_of, cutsq);
             int32_t j, n[3];
             while (mdf_nl_pairs_next(&pw, &j, n, d)) {
                 const int inside = j >= lo && j < hi;
                 if (inside && !mdf_nl_pair_is_up(i, j, n)) continue; /* from j's side */
-                fn(user, i, j, d, mdf_nl_norm2(d[0], d[1], d[2]), inside);
+                fn(user, &r, i, j, d, mdf_nl_norm2(d[0], d[1], d[2]), inside);
             }
+            end(user, &r, i);
             continue;
         }
-        for (int q = 0; q < 3; q++) xi[q] = w[3 * (size_t)i + q];
+        const double xi[3] = {w[3 * (size_t)i], w[3 * (size_t)i + 1], w[3 * (size_t)i + 2]};
         const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
         for (int part = 0; part < 2; part++) {
             const int32_t k0 = part ? M - l->n_down[li] : 0, k1 = part ? M : l->n_up[li];
             for (int32_t k = k0; k < k1; k++) {
                 double t[3];
-                const int32_t j = mdf_nl_shifts_get(&sh, nb[k], t);
+                const int32_t j = wide ? mdf_nl_shifts_get(sh, nb[k], t) : mdf_nl_shifts_get5(sh, nb[k], t);
                 const int inside = j >= lo && j < hi;
                 if (part && inside) continue; /* an up entry of j's */
                 for (int q = 0; q < 3; q++) d[q] = w[3 * (size_t)j + q] + t[q] - xi[q];
                 const double r2 = mdf_nl_norm2(d[0], d[1], d[2]);
-                if (r2 < cutsq) fn(user, i, j, d, r2, inside);
+                if (r2 < cutsq) fn(user, &r, i, j, d, r2, inside);
             }
         }
+        end(user, &r, i);
     }
+}
+
+/* Calls fn once for every pair (i, j, n) within the cut-off with i in
+ * [lo, hi) (the chunk's rows of system s): pairs within the rows once (up
+ * entries: Newton's third law, as LAMMPS's pair_eam), pairs with an atom
+ * outside them (a slice of a larger system) from i's side, both = 0. An
+ * atom without a list walks its cells instead. Inlined into each caller (a
+ * constant fn), so the pair arithmetic is too. */
+EAM_INLINE void eam_pairs(const double *x, double *w, const mdf_sys_info *si, int32_t s, const mdf_nl_list_view *l,
+                          const mdf_nl_bins_view *v, const mdf_atom_info *atoms, const mdf_eam_params *p,
+                          int32_t atom_begin, int32_t lo, int32_t hi, double cutsq, eam_pair_fn fn, eam_row_fn begin,
+                          eam_row_fn end, void *user)
+{
+    /* Wrapped positions x + o of the system, which its lists index (w is
+     * indexed like x; only the system's rows are written). */
+    for (int32_t k = 3 * si->atom_start; k < 3 * (si->atom_start + si->natoms); k++) w[k] = x[k] + v->offset[k];
+    mdf_nl_shifts sh;
+    mdf_nl_shifts_init(&sh, &v->grid[s], si->cell);
+    const int single = p->nelem == 1;
+    if (sh.q && single)
+        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 1, 1, fn, begin, end, user);
+    else if (sh.q)
+        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 1, 0, fn, begin, end, user);
+    else if (single)
+        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 0, 1, fn, begin, end, user);
+    else
+        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 0, 0, fn, begin, end, user);
 }
 
 typedef struct half_density {
@@ -83,19 +125,38 @@ typedef struct half_density {
     int32_t atom_begin;
 } half_density;
 
-static inline __attribute__((always_inline)) void add_density_pair(void *user, int32_t i, int32_t j, const double d[3], double r2, int both)
+EAM_INLINE void density_row_begin(void *user, eam_row *r, int32_t i)
 {
-    (void)d;
+    (void)user, (void)r, (void)i;
+}
+
+EAM_INLINE void density_row_end(void *user, eam_row *r, int32_t i)
+{
+    half_density *h = (half_density *)user;
+    h->rho[i - h->atom_begin] += r->rho;
+}
+
+/* ej: the neighbour's element (0 for a one-element file, where reading it
+ * would be a load per pair for nothing). */
+EAM_INLINE int32_t eam_elem_of(const eam_row *r, const mdf_eam_params *p, const mdf_atom_info *atoms, int32_t j)
+{
+    return r->single ? 0 : mdf_eam_elem(p, atoms[j].z);
+}
+
+EAM_INLINE void add_density_pair(void *user, eam_row *row, int32_t i, int32_t j, const double d[3], double r2,
+                                 int both)
+{
+    (void)d, (void)i;
     half_density *h = (half_density *)user;
     const mdf_eam_params *p = h->p;
-    const int32_t ei = mdf_eam_elem(p, h->atoms[i].z), ej = mdf_eam_elem(p, h->atoms[j].z);
+    const int32_t ei = row->ei, ej = eam_elem_of(row, p, h->atoms, j);
     const double r = sqrt(r2);
     double t;
     /* one spline row for every table at r (mdf_eam_r_row's rounding) */
     const int64_t m = (int64_t)mdf_eam_row(r, p->rdr, p->nr, 0, &t) * 7;
     const double *tab_i = mdf_eam_rhor(p, ej, ei), *tab_j = mdf_eam_rhor(p, ei, ej);
     const double rho_i = mdf_eam_value(tab_i + m, t);
-    h->rho[i - h->atom_begin] += rho_i;
+    row->rho += rho_i;
     if (!both) return;
     /* one element, or eam/alloy's shared tables: the same value */
     h->rho[j - h->atom_begin] += tab_j == tab_i ? rho_i : mdf_eam_value(tab_j + m, t);
@@ -111,13 +172,29 @@ typedef struct half_force {
     double e, w[9];
 } half_force;
 
-/* As LAMMPS's pair_eam.cpp compute(): psip = F'(rho_i) rhojp + F'(rho_j)
- * rhoip + phi'(r), the pair's force on i (psip / r) (r_j - r_i). */
-static inline __attribute__((always_inline)) void add_force_pair(void *user, int32_t i, int32_t j, const double d[3], double r2, int both)
+EAM_INLINE void force_row_begin(void *user, eam_row *r, int32_t i)
 {
     half_force *h = (half_force *)user;
+    r->fp_i = h->fp[i - h->atom_begin];
+}
+
+EAM_INLINE void force_row_end(void *user, eam_row *r, int32_t i)
+{
+    half_force *h = (half_force *)user;
+    for (int k = 0; k < 3; k++) h->f[3 * (size_t)i + k] += r->f[k];
+    h->e += r->e;
+    if (h->want_virial)
+        for (int k = 0; k < 9; k++) h->w[k] += r->w[k];
+}
+
+/* As LAMMPS's pair_eam.cpp compute(): psip = F'(rho_i) rhojp + F'(rho_j)
+ * rhoip + phi'(r), the pair's force on i (psip / r) (r_j - r_i). */
+EAM_INLINE void add_force_pair(void *user, eam_row *row, int32_t i, int32_t j, const double d[3], double r2, int both)
+{
+    (void)i;
+    half_force *h = (half_force *)user;
     const mdf_eam_params *p = h->p;
-    const int32_t ei = mdf_eam_elem(p, h->atoms[i].z), ej = mdf_eam_elem(p, h->atoms[j].z);
+    const int32_t ei = row->ei, ej = eam_elem_of(row, p, h->atoms, j);
     const double r = sqrt(r2);
     double t;
     const int64_t m = (int64_t)mdf_eam_row(r, p->rdr, p->nr, 0, &t) * 7;
@@ -128,19 +205,19 @@ static inline __attribute__((always_inline)) void add_force_pair(void *user, int
     const double z2p = mdf_eam_deriv(c, t), z2 = mdf_eam_value(c, t);
     const double recip = 1.0 / r, phi = z2 * recip, phip = z2p * recip - phi * recip;
     const double fp_j = both ? h->fp[j - h->atom_begin] : mdf_eam_embed_deriv(p, ej, h->rho[j]);
-    const double psip = h->fp[i - h->atom_begin] * rhojp + fp_j * rhoip + phip;
+    const double psip = row->fp_i * rhojp + fp_j * rhoip + phip;
     const double fpair = -psip * recip; /* force on i: -fpair (r_j - r_i) */
     const double share = both ? 1.0 : 0.5; /* of the energy and virial */
-    h->e += share * phi;
-    for (int k = 0; k < 3; k++) h->f[3 * (size_t)i + k] -= fpair * d[k];
+    row->e += share * phi;
+    for (int k = 0; k < 3; k++) row->f[k] -= fpair * d[k];
     if (both)
         for (int k = 0; k < 3; k++) h->f[3 * (size_t)j + k] += fpair * d[k];
     if (h->want_virial)
         for (int x = 0; x < 3; x++)
-            for (int y = 0; y < 3; y++) h->w[3 * x + y] += share * d[x] * d[y] * fpair;
+            for (int y = 0; y < 3; y++) row->w[3 * x + y] += share * d[x] * d[y] * fpair;
 }
 
-void mdf_eam_aux_cpu(void *buffers[], void *cl_arg)
+MDF_CPU_CLONES void mdf_eam_aux_cpu(void *buffers[], void *cl_arg)
 {
     const mdf_model_args *a = (const mdf_model_args *)cl_arg;
     const double *x = (const double *)STARPU_VECTOR_GET_PTR(buffers[0]);
@@ -161,12 +238,13 @@ void mdf_eam_aux_cpu(void *buffers[], void *cl_arg)
         mdf_chunk_rows(&a->chunk, &sys[s], &i0, &i1);
         for (int32_t i = i0; i < i1; i++) rho[i - a->chunk.atom_begin] = 0.0;
         half_density h = {p, atoms, rho, a->chunk.atom_begin};
-        eam_pairs(x, w, &sys[s], s, &l, &v, a->chunk.atom_begin, i0, i1, p->cutsq, add_density_pair, &h);
+        eam_pairs(x, w, &sys[s], s, &l, &v, atoms, p, a->chunk.atom_begin, i0, i1, p->cutsq, add_density_pair,
+                  density_row_begin, density_row_end, &h);
     }
     free(w);
 }
 
-void mdf_eam_cpu(void *buffers[], void *cl_arg)
+MDF_CPU_CLONES void mdf_eam_cpu(void *buffers[], void *cl_arg)
 {
     const mdf_model_args *a = (const mdf_model_args *)cl_arg;
     const double *x = (const double *)STARPU_VECTOR_GET_PTR(buffers[0]);
@@ -201,7 +279,8 @@ void mdf_eam_cpu(void *buffers[], void *cl_arg)
             fp[i - a->chunk.atom_begin] = d;
             f[3 * (size_t)i] = f[3 * (size_t)i + 1] = f[3 * (size_t)i + 2] = 0.0;
         }
-        eam_pairs(x, w, &sys[s], s, &l, &v, a->chunk.atom_begin, i0, i1, p->cutsq, add_force_pair, &h);
+        eam_pairs(x, w, &sys[s], s, &l, &v, atoms, p, a->chunk.atom_begin, i0, i1, p->cutsq, add_force_pair,
+                  force_row_begin, force_row_end, &h);
         r->energy += h.e;
         if (a->want_virial)
             for (int k = 0; k < 9; k++) r->virial[k] += h.w[k];

@@ -10,39 +10,65 @@
 #include "lj_dense.h"
 #include "../reduce/reduce_kernel.h"
 
+/* The row loops below take their flags as constants at every call, and must
+ * be inlined there for the compiler to specialise each copy (left to
+ * itself, GCC emitted one generic copy testing the flags at every pair). */
+#if defined(__GNUC__)
+#define LJ_SPECIALISED static inline __attribute__((always_inline))
+#else
+#define LJ_SPECIALISED static inline
+#endif
+
 typedef struct lj_acc {
     double e;
     double w[9];
 } lj_acc;
 
+/* The sums of one atom's row: a local that the compiler keeps in
+ * registers. Summing straight into the caller's lj_acc or the force array
+ * made every pair wait on the previous pair's store (the compiler cannot
+ * prove those do not alias the force rows), which took longer than the
+ * pair's arithmetic. */
+typedef struct lj_row {
+    double e;
+    double f[3];
+    double w[9];
+} lj_row;
+
+static inline void lj_row_add_to(const lj_row *r, double *fi, lj_acc *acc, int virial)
+{
+    for (int k = 0; k < 3; k++) fi[k] += r->f[k];
+    acc->e += r->e;
+    if (virial)
+        for (int k = 0; k < 9; k++) acc->w[k] += r->w[k];
+}
+
 /* Branch-free: about a third of the list lies beyond the cutoff, at
  * random, so a branch would mispredict often; a mask costs less. */
-static inline void lj_add_pair(const mdf_lj_params *p, int ti, int tj, const double d[3], double *fi,
-                               double *fj, lj_acc *acc, int virial)
+static inline void lj_add_pair(const mdf_lj_coef *c, const double d[3], double *fj, lj_row *r, int virial)
 {
     double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    double inside = r2 < p->rc2[ti][tj] ? 1.0 : 0.0;
+    double inside = r2 < c->rc2 ? 1.0 : 0.0;
     double fpair;
-    acc->e += inside * mdf_lj_pair(p, ti, tj, r2, &fpair);
+    r->e += inside * mdf_lj_pair_coef(c, r2, &fpair);
     fpair *= inside;
     for (int k = 0; k < 3; k++) {
-        fi[k] -= d[k] * fpair;
+        r->f[k] -= d[k] * fpair;
         fj[k] += d[k] * fpair;
     }
-    if (virial) mdf_lj_add_virial(acc->w, d, fpair, 1.0);
+    if (virial) mdf_lj_add_virial(r->w, d, fpair, 1.0);
 }
 
 /* A pair that crosses the edge of a slice (below): force on i only, half
  * its energy and virial; the slice holding j counts the other half. */
-static inline void lj_add_half_pair(const mdf_lj_params *p, int ti, int tj, const double d[3], double *fi,
-                                    lj_acc *acc, int virial)
+static inline void lj_add_half_pair(const mdf_lj_coef *c, const double d[3], lj_row *r, int virial)
 {
     double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    if (!(r2 < p->rc2[ti][tj])) return;
+    if (!(r2 < c->rc2)) return;
     double fpair;
-    acc->e += 0.5 * mdf_lj_pair(p, ti, tj, r2, &fpair);
-    for (int k = 0; k < 3; k++) fi[k] -= d[k] * fpair;
-    if (virial) mdf_lj_add_virial(acc->w, d, fpair, 0.5);
+    r->e += 0.5 * mdf_lj_pair_coef(c, r2, &fpair);
+    for (int k = 0; k < 3; k++) r->f[k] -= d[k] * fpair;
+    if (virial) mdf_lj_add_virial(r->w, d, fpair, 0.5);
 }
 
 /* Atom i with more neighbours than list slots: walk its cells directly,
@@ -59,12 +85,15 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
     mdf_nl_pairs_begin(&pw, i, x, v->offset, g, cs, v->sorted, v->cell_of, HUGE_VAL);
     int32_t j, n[3];
     double d[3];
+    lj_row r = {0};
     while (mdf_nl_pairs_next(&pw, &j, n, d)) {
         int inside = j >= lo && j < hi;
         if (inside && !mdf_nl_pair_is_up(i, j, n)) continue; /* counted from the other end */
-        if (inside) lj_add_pair(p, ti, p->type_of_z[atoms[j].z], d, f + 3 * i, f + 3 * j, acc, 1);
-        else lj_add_half_pair(p, ti, p->type_of_z[atoms[j].z], d, f + 3 * i, acc, 1);
+        mdf_lj_coef c = mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
+        if (inside) lj_add_pair(&c, d, f + 3 * j, &r, 1);
+        else lj_add_half_pair(&c, d, &r, 1);
     }
+    lj_row_add_to(&r, f + 3 * i, acc, 1);
 }
 
 /* Atom i of a slice [lo, hi) of a large system (a chunk of its own, summed
@@ -74,28 +103,30 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
  * (full rows, half of every pair), so slices sum right whichever worker ran
  * each. j > i comes from the front of the list (inside the slice when
  * j < hi), j < i from the back (inside when j >= lo: counted by j's own
- * row). With a single species the coefficients are loop constants, as in
- * lj_atom_list; the flags are constants at every call, so the compiler
+ * row). With a single species the coefficients c1 are loop constants, as
+ * in lj_atom_list; the flags are constants at every call, so the compiler
  * specialises each. */
-static inline void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int single, int virial, int wide,
+LJ_SPECIALISED void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int single, int virial, int wide,
                                  const double *x, const double *o, double *f, const mdf_atom_info *atoms,
                                  const uint32_t *nb, int32_t n_up, int32_t n_down, int32_t M,
-                                 const mdf_nl_shifts *t, const mdf_lj_params *p, lj_acc *acc)
+                                 const mdf_nl_shifts *t, const mdf_lj_params *p, const mdf_lj_coef *c1,
+                                 lj_acc *acc)
 {
     /* Wrapped positions x + o as they are read: a slice reads only its
      * atoms' neighbours, and wrapping its whole system beforehand cost every
      * slice O(system): O(N^2 / slice) a step for one large system. */
     const double xi[3] = {x[3 * i] + o[3 * i], x[3 * i + 1] + o[3 * i + 1], x[3 * i + 2] + o[3 * i + 2]};
     int ti = single ? 0 : p->type_of_z[atoms[i].z];
-    double fi[3] = {0.0, 0.0, 0.0};
+    const mdf_lj_coef cs = *c1;
+    lj_row r = {0};
     for (int32_t k = 0; k < n_up; k++) {
         double sh[3];
         int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
         double d[3] = {x[3 * j] + o[3 * j] + sh[0] - xi[0], x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1],
                        x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2]};
-        int tj = single ? 0 : p->type_of_z[atoms[j].z];
-        if (j < hi) lj_add_pair(p, ti, tj, d, fi, f + 3 * j, acc, virial);
-        else lj_add_half_pair(p, ti, tj, d, fi, acc, virial);
+        mdf_lj_coef c = single ? cs : mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
+        if (j < hi) lj_add_pair(&c, d, f + 3 * j, &r, virial);
+        else lj_add_half_pair(&c, d, &r, virial);
     }
     for (int32_t k = M - n_down; k < M; k++) {
         double sh[3];
@@ -103,28 +134,32 @@ static inline void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int single, 
         if (j >= lo) continue; /* counted by j's own row, with Newton */
         double d[3] = {x[3 * j] + o[3 * j] + sh[0] - xi[0], x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1],
                        x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2]};
-        lj_add_half_pair(p, ti, single ? 0 : p->type_of_z[atoms[j].z], d, fi, acc, virial);
+        mdf_lj_coef c = single ? cs : mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
+        lj_add_half_pair(&c, d, &r, virial);
     }
-    for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
+    lj_row_add_to(&r, f + 3 * i, acc, virial);
 }
 
-/* The half-list loop of atom i. With a single species the coefficients are
- * loop constants, which the compiler keeps in registers; with 5-bit entries
- * (!wide: large cells) the image is a plain table lookup. */
-static inline void lj_atom_list(int32_t i, int single, int virial, int wide, const double *w, double *f,
+/* The half-list loop of atom i. With a single species the coefficients c1
+ * are loop constants, which the compiler keeps in registers; with 5-bit
+ * entries (!wide: large cells) the image is a plain table lookup. */
+LJ_SPECIALISED void lj_atom_list(int32_t i, int single, int virial, int wide, const double *w, double *f,
                                 const mdf_atom_info *atoms, const uint32_t *nb, int32_t n,
-                                const mdf_nl_shifts *t, const mdf_lj_params *p, lj_acc *acc)
+                                const mdf_nl_shifts *t, const mdf_lj_params *p, const mdf_lj_coef *c1,
+                                lj_acc *acc)
 {
-    const double *xi = w + 3 * i;
+    const double xi[3] = {w[3 * i], w[3 * i + 1], w[3 * i + 2]};
     int ti = single ? 0 : p->type_of_z[atoms[i].z];
-    double fi[3] = {0.0, 0.0, 0.0};
+    const mdf_lj_coef cs = *c1;
+    lj_row r = {0};
     for (int32_t k = 0; k < n; k++) {
         double sh[3];
         int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
         double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
-        lj_add_pair(p, ti, single ? 0 : p->type_of_z[atoms[j].z], d, fi, f + 3 * j, acc, virial);
+        mdf_lj_coef c = single ? cs : mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
+        lj_add_pair(&c, d, f + 3 * j, &r, virial);
     }
-    for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
+    lj_row_add_to(&r, f + 3 * i, acc, virial);
 }
 
 /* Pairs in system s's half lists (the atoms of chunk c). */
@@ -143,7 +178,7 @@ static int lj_is_slice(const mdf_chunk *c, const mdf_sys_info *s)
     return c->atom_begin > s->atom_start || c->atom_end < s->atom_start + s->natoms;
 }
 
-static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *w, double *f,
+MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *w, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
                       const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, double *scratch,
                       mdf_sys_result *r)
@@ -165,6 +200,7 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
     mdf_chunk_rows(c, s, &i0, &i1);
     int32_t M = l->head->slots;
     int single = p->ntypes == 1;
+    const mdf_lj_coef c1 = mdf_lj_coef_of(p, 0, 0); /* the one species' (used when single) */
     lj_acc acc;
     memset(&acc, 0, sizeof acc);
     for (int32_t i = i0; i < i1; i++) {
@@ -175,22 +211,22 @@ static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double 
                                slice ? c->atom_end : s->atom_start + s->natoms);
         else if (slice && shift.q)
             lj_atom_slice(i, c->atom_begin, c->atom_end, 0, 1, 1, x, v->offset, f, atoms, nb, l->n_up[li],
-                          l->n_down[li], M, &shift, p, &acc);
+                          l->n_down[li], M, &shift, p, &c1, &acc);
         else if (slice && single && !virial)
             lj_atom_slice(i, c->atom_begin, c->atom_end, 1, 0, 0, x, v->offset, f, atoms, nb, l->n_up[li],
-                          l->n_down[li], M, &shift, p, &acc);
+                          l->n_down[li], M, &shift, p, &c1, &acc);
         else if (slice && single)
             lj_atom_slice(i, c->atom_begin, c->atom_end, 1, 1, 0, x, v->offset, f, atoms, nb, l->n_up[li],
-                          l->n_down[li], M, &shift, p, &acc);
+                          l->n_down[li], M, &shift, p, &c1, &acc);
         else if (slice)
             lj_atom_slice(i, c->atom_begin, c->atom_end, 0, 1, 0, x, v->offset, f, atoms, nb, l->n_up[li],
-                          l->n_down[li], M, &shift, p, &acc);
+                          l->n_down[li], M, &shift, p, &c1, &acc);
         /* Constant flags: the compiler specialises each call. Wide entries
          * (small cells) take the general loop. */
-        else if (shift.q) lj_atom_list(i, 0, 1, 1, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
-        else if (single && !virial) lj_atom_list(i, 1, 0, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
-        else if (single) lj_atom_list(i, 1, 1, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
-        else lj_atom_list(i, 0, 1, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
+        else if (shift.q) lj_atom_list(i, 0, 1, 1, w, f, atoms, nb, l->n_up[li], &shift, p, &c1, &acc);
+        else if (single && !virial) lj_atom_list(i, 1, 0, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &c1, &acc);
+        else if (single) lj_atom_list(i, 1, 1, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &c1, &acc);
+        else lj_atom_list(i, 0, 1, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &c1, &acc);
     }
     r->energy += acc.e;
     if (virial)

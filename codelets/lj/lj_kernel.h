@@ -50,16 +50,37 @@ MDF_HD void mdf_lj_set_pair(mdf_lj_params *p, int a, int b, double epsilon, doub
     }
 }
 
+/* One pair's coefficients, read once per row (a loop constant with one
+ * species: kept in registers, where reading the table at every pair would
+ * be a load the compiler cannot hoist past the force stores). */
+typedef struct mdf_lj_coef {
+    double rc2, lj1, lj2, lj3, lj4, offset;
+} mdf_lj_coef;
+
+MDF_HD mdf_lj_coef mdf_lj_coef_of(const mdf_lj_params *p, int ti, int tj)
+{
+    mdf_lj_coef c = {p->rc2[ti][tj], p->lj1[ti][tj], p->lj2[ti][tj],
+                     p->lj3[ti][tj], p->lj4[ti][tj], p->offset[ti][tj]};
+    return c;
+}
+
 /* One pair at squared distance r2 (already known to be inside the cutoff):
  * returns the pair energy and sets *fpair so that the force on i is
  * -fpair * (r_j - r_i). */
-MDF_HD double mdf_lj_pair(const mdf_lj_params *p, int ti, int tj, double r2, double *fpair)
+MDF_HD double mdf_lj_pair_coef(const mdf_lj_coef *c, double r2, double *fpair)
 {
     double r2inv = 1.0 / r2;
     double r6inv = r2inv * r2inv * r2inv;
-    double forcelj = r6inv * (p->lj1[ti][tj] * r6inv - p->lj2[ti][tj]);
+    double forcelj = r6inv * (c->lj1 * r6inv - c->lj2);
     *fpair = forcelj * r2inv;
-    return r6inv * (p->lj3[ti][tj] * r6inv - p->lj4[ti][tj]) - p->offset[ti][tj];
+    return r6inv * (c->lj3 * r6inv - c->lj4) - c->offset;
+}
+
+/* mdf_lj_pair_coef for the types (ti, tj). */
+MDF_HD double mdf_lj_pair(const mdf_lj_params *p, int ti, int tj, double r2, double *fpair)
+{
+    mdf_lj_coef c = mdf_lj_coef_of(p, ti, tj);
+    return mdf_lj_pair_coef(&c, r2, fpair);
 }
 
 /* Adds one pair's virial contribution d ⊗ d * fpair (d = r_j - r_i). */
