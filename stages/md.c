@@ -96,12 +96,21 @@ mdf_status mdf_compute_forces(mdf_batch *b, mdf_model *m, mdf_error *err)
 mdf_status mdf_batch_thermalize(mdf_batch *b, double temperature_K, uint64_t seed, int32_t status,
                                 mdf_error *err)
 {
+    return mdf_batch_thermalize_dist(b, temperature_K, seed, status, MDF_VELOCITY_GAUSSIAN, err);
+}
+
+mdf_status mdf_batch_thermalize_dist(mdf_batch *b, double temperature_K, uint64_t seed, int32_t status,
+                                     mdf_velocity_dist dist, mdf_error *err)
+{
     if (!(temperature_K >= 0.0) || !isfinite(temperature_K))
         return mdf_error_set(err, MDF_ERR_INVALID, "temperature %g K must be >= 0", temperature_K);
+    if (dist != MDF_VELOCITY_GAUSSIAN && dist != MDF_VELOCITY_UNIFORM)
+        return mdf_error_set(err, MDF_ERR_INVALID, "unknown velocity distribution %d (MDF_VELOCITY_GAUSSIAN or "
+                             "MDF_VELOCITY_UNIFORM)", (int)dist);
     for (int k = 0; k < b->nshards; k++) {
         const mdf_shard *sh = &b->shards[k];
         mdf_velocity_args a = {.work = sh->natoms, .kT = MDF_KB * temperature_K, .seed = seed,
-                               .status = status, .nsys = sh->nsys};
+                               .status = status, .nsys = sh->nsys, .dist = (int32_t)dist};
         int ret = mdf_insert_velocity(sh->vel, sh->atoms, sh->sys, sh->res, &a);
         if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "could not submit velocity draws (%d)", ret);
     }

@@ -116,6 +116,10 @@ run md --input in.xyz --frobnicate
 expect_error "unknown option" 2 "--frobnicate"
 run "$MDFLOW" md --steps 5
 expect_error "md without --input" 2 "--input"
+run md --input in.xyz --temperature 50 --velocity-dist cauchy
+expect_error "unknown velocity distribution" 2 "--velocity-dist cauchy" "gaussian" "uniform"
+run md --input in.xyz --velocity-dist uniform
+expect_error "velocity distribution without a temperature" 2 "--velocity-dist uniform" "--temperature"
 
 # ---- 3. a valid run ---------------------------------------------------------------
 run md --input in.xyz --dt 2 --temperature 50 --output out.xyz

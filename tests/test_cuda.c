@@ -227,6 +227,22 @@ static void run_nve(int kind, run_result *r)
     stop_workers(r);
 }
 
+/* Uniform velocities (LAMMPS's velocity create default), drawn only. */
+static void run_uniform_draw(int kind, run_result *r)
+{
+    memset(r, 0, sizeof *r);
+    start_workers(kind, r);
+    mdf_frame frames[MAX_SYS];
+    size_t n = make_frames(frames, 0);
+    mdf_batch *b = make_batch(frames, n);
+    TU_CALL(mdf_batch_thermalize_dist, b, 400.0, 2024, 0, MDF_VELOCITY_UNIFORM);
+    TU_CALL(mdf_batch_sync, b);
+    take_snapshot(b, &r->thermalized);
+    mdf_batch_destroy(b);
+    for (size_t i = 0; i < n; i++) mdf_frame_free(&frames[i]);
+    stop_workers(r);
+}
+
 static void check_cuda_run(const run_result *gpu)
 {
     printf("# CUDA run: %d CPU workers, %d CUDA workers, %ld tasks\n", gpu->cpu_workers, gpu->cuda_workers,
@@ -288,6 +304,22 @@ static void test_single_point(void **state)
     free_snapshot(&gpu.final);
 }
 
+/* The uniform draw is integer and plain floating-point arithmetic: the
+ * same numbers; the momentum removal sums in another order on the GPU. */
+static void test_uniform_draw(void **state)
+{
+    (void)state;
+    run_result cpu, gpu;
+    run_uniform_draw(RUN_CPU, &cpu);
+    run_uniform_draw(RUN_CUDA, &gpu);
+    check_cuda_run(&gpu);
+    tolerances draw = {.energy_rel = 1e-12, .virial_rel = INFINITY, .force_abs = INFINITY, .pos_abs = 0.0,
+                       .vel_abs = 1e-12};
+    compare(&cpu.thermalized, &gpu.thermalized, &draw, "uniform draw");
+    free_snapshot(&cpu.thermalized);
+    free_snapshot(&gpu.thermalized);
+}
+
 static void test_nve(void **state)
 {
     (void)state;
@@ -333,6 +365,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_point),
         cmocka_unit_test(test_nve),
+        cmocka_unit_test(test_uniform_draw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -260,6 +260,105 @@ static void test_maxwell_boltzmann(void **state)
     free(f);
 }
 
+/* LAMMPS's default velocity distribution (velocity create ... dist
+ * uniform): each component uniform with the Maxwell-Boltzmann variance. */
+static double kurtosis(const double *v, size_t n)
+{
+    double m2 = 0.0, m4 = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        m2 += v[k] * v[k];
+        m4 += v[k] * v[k] * v[k] * v[k];
+    }
+    return (m4 / (double)n) / ((m2 / (double)n) * (m2 / (double)n));
+}
+
+/* Draws at T into a batch of the n frames f with the shard count and
+ * distribution given; returns every component in units of its atom's
+ * sqrt(kB T / m), and the temperature over 3 N_atoms - 3 per system (3 for
+ * a lone atom, whose momentum stays) in *temp. */
+static double *draw_components(const mdf_frame *f, size_t n, int shards, mdf_velocity_dist dist, double T,
+                               double *temp)
+{
+    mdf_batch_config bc;
+    mdf_batch_config_init(&bc);
+    bc.nshards = shards;
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, n, &bc, &b);
+    TU_CALL(mdf_batch_thermalize_dist, b, T, 11, 0, dist);
+    TU_CALL(mdf_batch_sync, b);
+    size_t total = 0, at = 0;
+    for (size_t i = 0; i < n; i++) total += 3 * (size_t)f[i].natoms;
+    double *u = malloc(sizeof(double) * total), ke = 0.0, dof = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        mdf_frame g;
+        TU_CALL(mdf_batch_get_frame, b, i, &g);
+        for (int32_t k = 0; k < 3 * g.natoms; k++) {
+            double v = g.velocities[k], m = g.masses[k / 3];
+            ke += 0.5 * m * v * v;
+            u[at++] = v / sqrt(MDF_KB * T / m);
+        }
+        dof += g.natoms > 1 ? 3.0 * g.natoms - 3.0 : 3.0;
+        mdf_frame_free(&g);
+    }
+    mdf_batch_destroy(b);
+    *temp = 2.0 * ke / (dof * MDF_KB);
+    return u;
+}
+
+/* From theory: the temperature matches the target within its statistical
+ * error; the components' kurtosis E[v^4]/E[v^2]^2 is 9/5 (the normal's is
+ * 3, checked on the default draw as a control); a lone atom's components
+ * (no momentum removed) fill [-sqrt(3), sqrt(3)] standard deviations and
+ * never leave it; the draws do not depend on the shard count. */
+static void test_uniform_velocities(void **state)
+{
+    (void)state;
+    enum { N = 200, NA = 50, NLONE = 4000 };
+    const double T = 100.0;
+    double box[9] = {25, 0, 0, 0, 25, 0, 0, 0, 25};
+    int open[3] = {0, 0, 0}, zs[] = {18, 36};
+    mdf_frame *f = calloc(N, sizeof *f), *lone = calloc(NLONE, sizeof *lone);
+    for (int i = 0; i < N; i++) f[i] = tu_random(NA, box, open, 2.5, zs, 2, 900 + (uint64_t)i);
+    for (int i = 0; i < NLONE; i++) lone[i] = tu_random(1, box, open, 2.5, zs, 2, 5000 + (uint64_t)i);
+    const size_t nu = 3 * (size_t)N * NA, nl = 3 * (size_t)NLONE;
+    double t1, t7, tg, tl, tlg;
+    double *u1 = draw_components(f, N, 1, MDF_VELOCITY_UNIFORM, T, &t1);
+    double *u7 = draw_components(f, N, 7, MDF_VELOCITY_UNIFORM, T, &t7);
+    double *g = draw_components(f, N, 1, MDF_VELOCITY_GAUSSIAN, T, &tg);
+    double *ul = draw_components(lone, NLONE, 3, MDF_VELOCITY_UNIFORM, T, &tl);
+    double *gl = draw_components(lone, NLONE, 3, MDF_VELOCITY_GAUSSIAN, T, &tlg);
+    double sd = T * sqrt(2.0 / (N * (3.0 * NA - 3.0))), sdl = T * sqrt(2.0 / nl);
+    double worst = 0.0, worst_g = 0.0;
+    for (size_t k = 0; k < nl; k++) worst = fmax(worst, fabs(ul[k])), worst_g = fmax(worst_g, fabs(gl[k]));
+    printf("# %d systems of %d atoms: uniform T = %.3f K, gaussian %.3f K (target %.1f, sd %.3f); "
+           "kurtosis uniform %.4f, gaussian %.4f\n", N, NA, t1, tg, T, sd, kurtosis(u1, nu), kurtosis(g, nu));
+    printf("# %d lone atoms: uniform T = %.3f K, gaussian %.3f K (sd %.3f); kurtosis %.4f and %.4f; "
+           "largest |v| %.6f and %.3f sd (sqrt(3) = %.6f)\n", NLONE, tl, tlg, sdl, kurtosis(ul, nl),
+           kurtosis(gl, nl), worst, worst_g, sqrt(3.0));
+    assert_memory_equal(u1, u7, sizeof(double) * nu); /* whatever the shards */
+    assert_true(fabs(t1 - T) < 4.0 * sd && fabs(tg - T) < 4.0 * sd);
+    assert_true(fabs(tl - T) < 4.0 * sdl);
+    /* Sample kurtosis sd: about 0.014 (30,000 uniform components; their
+     * momentum removal mixes in a little of a normal) and 0.02 (12,000). */
+    assert_true(fabs(kurtosis(u1, nu) - 1.8) < 0.06);
+    assert_true(fabs(kurtosis(ul, nl) - 1.8) < 0.1);
+    assert_true(fabs(kurtosis(g, nu) - 3.0) < 0.3);
+    assert_true(worst <= sqrt(3.0) * (1.0 + 1e-12) && worst > 0.999 * sqrt(3.0));
+    assert_true(worst_g > sqrt(3.0) + 1.0); /* the normal's tails */
+    free(u1), free(u7), free(g), free(ul), free(gl);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, 1, NULL, &b);
+    mdf_error err;
+    mdf_error_clear(&err);
+    assert_int_equal(mdf_batch_thermalize_dist(b, T, 1, 0, (mdf_velocity_dist)7, &err), MDF_ERR_INVALID);
+    assert_non_null(strstr(err.message, "distribution"));
+    mdf_batch_destroy(b);
+    for (int i = 0; i < N; i++) mdf_frame_free(&f[i]);
+    for (int i = 0; i < NLONE; i++) mdf_frame_free(&lone[i]);
+    free(f);
+    free(lone);
+}
+
 /* Bad run parameters are refused with a message naming them. */
 static void test_bad_parameters(void **state)
 {
@@ -294,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_nve_conservation),
         cmocka_unit_test(test_shards_and_schedulers),
         cmocka_unit_test(test_maxwell_boltzmann),
+        cmocka_unit_test(test_uniform_velocities),
         cmocka_unit_test(test_bad_parameters),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,6 +81,7 @@ typedef struct md_options {
     mdf_md_config md;         /* md: integrator, dt, steps, thermo; params and method_params for both */
     double temperature;
     int keep_velocities;
+    const char *velocity_dist; /* --velocity-dist NAME, or NULL */
     int64_t seed;
     int64_t shards;
     int64_t ncpus, ncuda;
@@ -180,6 +181,9 @@ static void usage_md(FILE *fp)
             "  --temperature K       thermostat target; also draws Maxwell-Boltzmann velocities at K\n"
             "                        (default: keep the file's velocities; required for nvt/npt)\n"
             "  --keep-velocities     with --temperature, keep the file's velocities\n"
+            "  --velocity-dist NAME  with --temperature: gaussian (Maxwell-Boltzmann, default) or uniform\n"
+            "                        (each component uniform with the same variance, as LAMMPS's\n"
+            "                        velocity create does by default; to start as a LAMMPS input does)\n"
             "  --seed N              random seed for velocities and thermostats (default 1)\n"
             "  --friction G          Langevin friction, 1/fs (default 0.01; --param friction_per_fs=G)\n"
             "  --tau-t FS            Bussi / Nose-Hoover / NPT thermostat time, fs (default 100;\n"
@@ -297,7 +301,7 @@ enum {
     OPT_ENSEMBLE, OPT_KEEPV, OPT_FRICTION, OPT_TAUT, OPT_CHAIN, OPT_PRESSURE, OPT_TAUP, OPT_COMPRESS, OPT_LOG,
     OPT_LOG_EVERY, OPT_NAN, OPT_MAXF, OPT_FREEZE, OPT_WRAP, OPT_DRIFT, OPT_OPTIMIZER, OPT_FMAX, OPT_DE,
     OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN, OPT_CELL, OPT_SMAX, OPT_TRAJ, OPT_TRAJ_EVERY,
-    OPT_PROGRESS_EVERY
+    OPT_PROGRESS_EVERY, OPT_VDIST
 };
 /* File formats (tools/formats.h). */
 enum { OPT_FORMAT = 1024, OPT_INPUT_FORMAT, OPT_LAMMPS_TYPES };
@@ -332,6 +336,7 @@ static const struct option md_long_options[] = {
     {"smax", required_argument, 0, OPT_SMAX}, {"trajectory", required_argument, 0, OPT_TRAJ},
     {"trajectory-every", required_argument, 0, OPT_TRAJ_EVERY},
     {"progress-every", required_argument, 0, OPT_PROGRESS_EVERY},
+    {"velocity-dist", required_argument, 0, OPT_VDIST},
     {0, 0, 0, 0}};
 
 /* Options that belong to one command only. */
@@ -340,7 +345,7 @@ static int option_is_md_only(int c)
     return c == OPT_INTEGRATOR || c == OPT_STEPS || c == OPT_DT || c == OPT_TEMP || c == OPT_THERMO ||
            c == OPT_THERMO_SYS || c == OPT_THERMO_FILE || c == OPT_ENSEMBLE || c == OPT_KEEPV ||
            c == OPT_FRICTION || c == OPT_TAUT || c == OPT_CHAIN || c == OPT_TAUP ||
-           c == OPT_COMPRESS || c == OPT_WRAP || c == OPT_DRIFT;
+           c == OPT_COMPRESS || c == OPT_WRAP || c == OPT_DRIFT || c == OPT_VDIST;
 }
 
 static int option_is_relax_only(int c)
@@ -422,6 +427,7 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_DT: return cli_double("--dt", optarg, &o->md.dt_fs, err);
     case OPT_TEMP: return cli_double_min("--temperature", optarg, 0.0, 0, "a temperature >= 0 K", &o->temperature, err);
     case OPT_KEEPV: o->keep_velocities = 1; return MDF_OK;
+    case OPT_VDIST: o->velocity_dist = optarg; return MDF_OK;
     case OPT_SEED: return cli_int64("--seed", optarg, &o->seed, err);
     case OPT_FRICTION: return record_double(o, c, "--friction", err);
     case OPT_TAUT: return record_double(o, c, "--tau-t", err);
@@ -719,6 +725,12 @@ static mdf_status check_md_options(md_options *o, mdf_error *err)
                              o->md.integrator);
     if (o->temperature >= 0.0) o->md.params.temperature_K = o->temperature;
     o->md.params.seed = (uint64_t)o->seed;
+    if (o->velocity_dist && strcmp(o->velocity_dist, "gaussian") != 0 && strcmp(o->velocity_dist, "uniform") != 0)
+        return mdf_error_set(err, MDF_ERR_INVALID, "--velocity-dist %s: use gaussian or uniform", o->velocity_dist);
+    if (o->velocity_dist && (o->temperature < 0.0 || o->keep_velocities))
+        return mdf_error_set(err, MDF_ERR_INVALID,
+                             "--velocity-dist %s shapes the velocities drawn at --temperature K: add --temperature "
+                             "(and leave out --keep-velocities)", o->velocity_dist);
     return MDF_OK;
 }
 
@@ -1024,7 +1036,11 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     bc.nshards = (int)o->shards;
     if (st == MDF_OK) st = mdf_batch_create(frames.frames, frames.count, &bc, &batch, err);
     if (st == MDF_OK && o->cmd == CMD_MD && o->temperature >= 0.0 && !o->keep_velocities)
-        st = mdf_batch_thermalize(batch, o->temperature, (uint64_t)o->seed, 0, err);
+        st = mdf_batch_thermalize_dist(batch, o->temperature, (uint64_t)o->seed, 0,
+                                       o->velocity_dist && !strcmp(o->velocity_dist, "uniform")
+                                           ? MDF_VELOCITY_UNIFORM
+                                           : MDF_VELOCITY_GAUSSIAN,
+                                       err);
     int freeze = o->freeze || runner_frames_have_frozen(&frames);
     if (st == MDF_OK)
         st = trajectory_open(&o->traj, batch, o->cmd == CMD_RELAX ? o->max_steps : o->md.steps, err);

@@ -26,7 +26,7 @@ void mdf_velocity_cpu(void *buffers[], void *cl_arg)
         double p[3] = {0.0, 0.0, 0.0}, mtot = 0.0;
         for (int32_t a = si->atom_start; a < si->atom_start + si->natoms; a++) {
             /* keyed by the input index: the same velocities whatever the storage order */
-            mdf_velocity_draw(key, atoms[a].index, mdf_velocity_sd(&atoms[a], args->kT), v + 3 * a);
+            mdf_velocity_draw(key, atoms[a].index, mdf_velocity_sd(&atoms[a], args->kT), args->dist, v + 3 * a);
             for (int k = 0; k < 3; k++) p[k] += atoms[a].mass * v[3 * a + k];
             mtot += atoms[a].mass;
         }

@@ -19,7 +19,8 @@ __device__ static double vel_atom_ke(const double *v, double mass)
 
 /* Per atom of a drawn system: its velocity, and m v and m as partials. */
 __global__ void velocity_draw_kernel(double *v, const mdf_atom_info *atoms, const mdf_sys_info *sys, double kT,
-                                     uint64_t seed, int32_t status, int32_t entering_only, mdf_seg_parts p)
+                                     uint64_t seed, int32_t status, int32_t entering_only, int32_t dist,
+                                     mdf_seg_parts p)
 {
     const int32_t a = p.a_lo + (int32_t)blockIdx.x * MDF_SEG_BLOCK + (int32_t)threadIdx.x;
     const int in = a < p.a_hi;
@@ -28,7 +29,7 @@ __global__ void velocity_draw_kernel(double *v, const mdf_atom_info *atoms, cons
     if (in && mdf_velocity_wanted(&sys[s], status, entering_only)) {
         const mdf_sys_info *si = &sys[s];
         double *va = v + 3 * (size_t)a;
-        mdf_velocity_draw(mdf_velocity_key(seed, si->id), atoms[a].index, mdf_velocity_sd(&atoms[a], kT), va);
+        mdf_velocity_draw(mdf_velocity_key(seed, si->id), atoms[a].index, mdf_velocity_sd(&atoms[a], kT), dist, va);
         for (int k = 0; k < 3; k++) part[k] = atoms[a].mass * va[k];
         part[3] = atoms[a].mass;
     }
@@ -113,7 +114,7 @@ extern "C" void mdf_velocity_cuda(void *buffers[], void *cl_arg)
     mdf_cuda_try(cudaMallocAsync((void **)&shift, 3 * (size_t)args->nsys * sizeof(double), stream));
     if (nb > 0) {
         velocity_draw_kernel<<<nb, MDF_SEG_BLOCK, 0, stream>>>(v, atoms, sys, args->kT, args->seed, args->status,
-                                                               args->entering_only, pm);
+                                                               args->entering_only, args->dist, pm);
         mdf_cuda_check_launch();
     }
     velocity_shift_kernel<<<ns, MDF_SYS_BLOCK, 0, stream>>>(sys, shift, args->status, args->entering_only, pm);

@@ -3,7 +3,13 @@
  *   sqrt(kB T / m) · N(0,1)[philox(key = seed ⊕ id, counter = 3a + k)],
  * so the draw depends only on (seed, system id, atom, component); the total
  * momentum of each system is then removed. Frozen atoms get 0 (and a system
- * with frozen atoms keeps its momentum). */
+ * with frozen atoms keeps its momentum).
+ *
+ * MDF_VELOCITY_UNIFORM draws each component from the uniform distribution
+ * of the same variance, sqrt(kB T / m) · sqrt(12) · U(-1/2, 1/2], as
+ * LAMMPS's `velocity create` does by default (dist uniform): the same
+ * temperature without the normal's tails, hence slower fastest atoms and
+ * fewer neighbour-list rebuilds early in a run started from a lattice. */
 #ifndef MDF_VELOCITY_KERNEL_H
 #define MDF_VELOCITY_KERNEL_H
 
@@ -18,6 +24,7 @@ typedef struct mdf_velocity_args {
     int32_t nsys;
     int32_t entering_only; /* 1: only those that just arrived (MDF_SYS_ENTERED):
                             * an MD stage starting a relaxation's systems */
+    int32_t dist;          /* MDF_VELOCITY_GAUSSIAN (0) or MDF_VELOCITY_UNIFORM (md.h) */
 } mdf_velocity_args;
 
 /* Whether a velocity task draws for system s. */
@@ -47,10 +54,30 @@ MDF_HD uint64_t mdf_velocity_key(uint64_t seed, int64_t id)
     return seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)id;
 }
 
-/* Velocity of atom a (its input index within its system), from the pair of normals
- * drawn for components (0,1) and (2, unused). */
-MDF_HD void mdf_velocity_draw(uint64_t key, int64_t a, double sd, double v[3])
+/* Three uniform numbers in (-1/2, 1/2] for atom a, from the same counters
+ * and stream words as the normals (a run draws one or the other). */
+MDF_HD void mdf_velocity_uniform3(uint64_t key, int64_t a, double u[3])
 {
+    for (uint32_t stream = 0; stream < 2; stream++) {
+        mdf_philox_out r = mdf_philox4x32((uint32_t)a, (uint32_t)((uint64_t)a >> 32), stream, 0x6d64666cu,
+                                          (uint32_t)key, (uint32_t)(key >> 32));
+        u[2 * stream] = mdf_u01(r.v[0], r.v[1]) - 0.5;
+        if (stream == 0) u[1] = mdf_u01(r.v[2], r.v[3]) - 0.5;
+    }
+}
+
+/* Velocity of atom a (its input index within its system): normals drawn
+ * for components (0,1) and (2, unused), or uniforms of the same variance
+ * (dist = MDF_VELOCITY_UNIFORM, 1). */
+MDF_HD void mdf_velocity_draw(uint64_t key, int64_t a, double sd, int32_t dist, double v[3])
+{
+    if (dist == 1) {
+        double u[3];
+        mdf_velocity_uniform3(key, a, u);
+        const double width = sd * 3.4641016151377544; /* sqrt(12): the variance of U(-1/2, 1/2] is 1/12 */
+        for (int k = 0; k < 3; k++) v[k] = width * u[k];
+        return;
+    }
     double g01[2], g2[2];
     mdf_gauss2(key, (uint64_t)a, 0u, g01);
     mdf_gauss2(key, (uint64_t)a, 1u, g2);

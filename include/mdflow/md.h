@@ -61,6 +61,17 @@ mdf_status mdf_compute_forces(mdf_batch *b, mdf_model *m, mdf_error *err);
 mdf_status mdf_batch_thermalize(mdf_batch *b, double temperature_K, uint64_t seed, int32_t status,
                                 mdf_error *err);
 
+/* The distribution of each velocity component drawn at a temperature. */
+typedef enum mdf_velocity_dist {
+    MDF_VELOCITY_GAUSSIAN = 0, /* Maxwell–Boltzmann (mdf_batch_thermalize) */
+    MDF_VELOCITY_UNIFORM = 1   /* uniform of the same variance: LAMMPS's `velocity create`
+                                * default (dist uniform), to start a run as a LAMMPS input does */
+} mdf_velocity_dist;
+
+/* mdf_batch_thermalize with the components drawn from dist. */
+mdf_status mdf_batch_thermalize_dist(mdf_batch *b, double temperature_K, uint64_t seed, int32_t status,
+                                     mdf_velocity_dist dist, mdf_error *err);
+
 #ifdef __cplusplus
 }
 #endif
