@@ -162,6 +162,95 @@ LJ_SPECIALISED void lj_atom_list(int32_t i, int single, int virial, int wide, co
     lj_row_add_to(&r, f + 3 * i, acc, virial);
 }
 
+/* Per-task room for one row's pairs, in three passes (lj_atom_staged). */
+typedef struct lj_stage {
+    double *dx, *dy, *dz, *fp, *wt;
+    int32_t *j;
+} lj_stage;
+
+static int lj_stage_alloc(lj_stage *st, int32_t slots)
+{
+    size_t n = (size_t)(slots > 0 ? slots : 1);
+    double *d = malloc(sizeof(double) * 5 * n);
+    st->j = malloc(sizeof(int32_t) * n);
+    if (!d || !st->j) {
+        free(d);
+        free(st->j);
+        return -1;
+    }
+    st->dx = d, st->dy = d + n, st->dz = d + 2 * n, st->fp = d + 3 * n, st->wt = d + 4 * n;
+    return 0;
+}
+
+static void lj_stage_free(lj_stage *st)
+{
+    free(st->dx);
+    free(st->j);
+}
+
+/* Atom i's row for one species and 5-bit entries (large cells: the bulk of
+ * the work), in three passes over its pairs: (1) gather each pair's
+ * separation d and its weight (1, or 0.5 for a pair across a slice's edge,
+ * counted on i only) into st; (2) the LJ arithmetic of every pair at once,
+ * a loop the compiler vectorises (AVX-512 or AVX2 clones: division and
+ * cutoff mask for several pairs per instruction); (3) add the forces to i
+ * and, for pairs inside the slice or system, to j (Newton's third law).
+ * The pairs and their weights are those of lj_atom_slice (slice) or
+ * lj_atom_list (a whole system, positions x already wrapped: o unused). */
+LJ_SPECIALISED void lj_atom_staged(int32_t i, int32_t lo, int32_t hi, int slice, int virial, const double *x,
+                                   const double *o, double *f, const uint32_t *nb, int32_t n_up, int32_t n_down,
+                                   int32_t M, const mdf_nl_shifts *t, const mdf_lj_coef *c1, const lj_stage *st,
+                                   lj_acc *acc)
+{
+    double *restrict dx = st->dx, *restrict dy = st->dy, *restrict dz = st->dz, *restrict fp = st->fp,
+                     *restrict wt = st->wt;
+    int32_t *restrict jj = st->j;
+    double xi[3];
+    for (int q = 0; q < 3; q++) xi[q] = slice ? x[3 * i + q] + o[3 * i + q] : x[3 * i + q];
+    int32_t n = 0;
+    for (int32_t k = 0; k < n_up; k++) {
+        double sh[3];
+        const int32_t j = mdf_nl_shifts_get5(t, nb[k], sh);
+        dx[n] = (slice ? x[3 * j] + o[3 * j] : x[3 * j]) + sh[0] - xi[0];
+        dy[n] = (slice ? x[3 * j + 1] + o[3 * j + 1] : x[3 * j + 1]) + sh[1] - xi[1];
+        dz[n] = (slice ? x[3 * j + 2] + o[3 * j + 2] : x[3 * j + 2]) + sh[2] - xi[2];
+        wt[n] = !slice || j < hi ? 1.0 : 0.5;
+        jj[n++] = j;
+    }
+    if (slice)
+        for (int32_t k = M - n_down; k < M; k++) {
+            double sh[3];
+            const int32_t j = mdf_nl_shifts_get5(t, nb[k], sh);
+            if (j >= lo) continue; /* counted by j's own row, with Newton */
+            dx[n] = x[3 * j] + o[3 * j] + sh[0] - xi[0];
+            dy[n] = x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1];
+            dz[n] = x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2];
+            wt[n] = 0.5;
+            jj[n++] = j;
+        }
+    const mdf_lj_coef c = *c1;
+    double e = 0.0;
+#pragma omp simd reduction(+ : e)
+    for (int32_t k = 0; k < n; k++) {
+        const double r2 = dx[k] * dx[k] + dy[k] * dy[k] + dz[k] * dz[k];
+        const double inside = r2 < c.rc2 ? 1.0 : 0.0;
+        double fpair;
+        const double en = mdf_lj_pair_coef(&c, r2, &fpair);
+        fp[k] = fpair * inside;
+        e += wt[k] * (inside * en);
+    }
+    lj_row r = {0};
+    r.e = e;
+    for (int32_t k = 0; k < n; k++) {
+        const double d[3] = {dx[k], dy[k], dz[k]}, g = fp[k];
+        for (int q = 0; q < 3; q++) r.f[q] -= d[q] * g;
+        if (!slice || wt[k] == 1.0)
+            for (int q = 0; q < 3; q++) f[3 * jj[k] + q] += d[q] * g;
+        if (virial) mdf_lj_add_virial(r.w, d, g, wt[k]);
+    }
+    lj_row_add_to(&r, f + 3 * i, acc, virial);
+}
+
 /* Pairs in system s's half lists (the atoms of chunk c). */
 static int64_t lj_list_pairs(const mdf_chunk *c, const mdf_sys_info *s, const mdf_nl_list_view *l)
 {
@@ -181,7 +270,7 @@ static int lj_is_slice(const mdf_chunk *c, const mdf_sys_info *s)
 MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *w, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
                       const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, double *scratch,
-                      mdf_sys_result *r)
+                      const lj_stage *stage, mdf_sys_result *r)
 {
     const int slice = lj_is_slice(c, s);
     /* Flagged by the neighbour lists (then it has none), or cheaper so. */
@@ -209,6 +298,17 @@ MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const dou
         if (l->n_up[li] + l->n_down[li] > M)
             lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, slice ? c->atom_begin : s->atom_start,
                                slice ? c->atom_end : s->atom_start + s->natoms);
+        /* One species, large cells: the three-pass row (the common case). */
+        else if (slice && single && !shift.q && !virial)
+            lj_atom_staged(i, c->atom_begin, c->atom_end, 1, 0, x, v->offset, f, nb, l->n_up[li], l->n_down[li],
+                           M, &shift, &c1, stage, &acc);
+        else if (slice && single && !shift.q)
+            lj_atom_staged(i, c->atom_begin, c->atom_end, 1, 1, x, v->offset, f, nb, l->n_up[li], l->n_down[li],
+                           M, &shift, &c1, stage, &acc);
+        else if (!slice && single && !shift.q && !virial)
+            lj_atom_staged(i, 0, 0, 0, 0, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, &acc);
+        else if (!slice && single && !shift.q)
+            lj_atom_staged(i, 0, 0, 0, 1, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, &acc);
         else if (slice && shift.q)
             lj_atom_slice(i, c->atom_begin, c->atom_end, 0, 1, 1, x, v->offset, f, atoms, nb, l->n_up[li],
                           l->n_down[li], M, &shift, p, &c1, &acc);
@@ -265,9 +365,12 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
     for (int32_t s = c->sys_begin; s < c->sys_end; s++)
         if (sys[s].natoms <= MDF_LJ_DENSE_MAX_ATOMS && sys[s].natoms > dense_atoms) dense_atoms = sys[s].natoms;
     double *scratch = dense_atoms ? malloc(sizeof(double) * mdf_lj_dense_scratch_doubles(dense_atoms, p)) : NULL;
-    if (!w || (dense_atoms && !scratch)) {
+    lj_stage stage;
+    if (lj_stage_alloc(&stage, l.head->slots) != 0) stage.dx = NULL;
+    if (!w || (dense_atoms && !scratch) || !stage.dx) {
         free(w);
         free(scratch);
+        if (stage.dx) lj_stage_free(&stage);
         mdf_lj_cpu_flag_failure(res, c);
         return;
     }
@@ -287,8 +390,9 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         /* A slice's part holds its own rows (lj_atom_slice), as a GPU's; a
          * part of whole systems holds them whole. */
         if (args->partial) mdf_part_mark(&res[s], slice ? MDF_PART_ROWS : MDF_PART_TOUCH);
-        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &res[s]);
+        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &stage, &res[s]);
     }
+    lj_stage_free(&stage);
     free(scratch);
     free(w);
 }
