@@ -180,6 +180,12 @@ assert len(runs) == 3 and p["wall_s"] == sorted(runs)[1] and "gantt_svg" not in 
 EOF
 then pass "--repeats 3: the median run; --no-gantt: no chart"
 else fail "--repeats 3: the median run; --no-gantt: no chart" "exit status $rc"; show stderr "$T/stderr"; show repeats.out repeats.out; fi
+# Two policies, two runs each: in rounds (each policy once per round).
+run "$MDFLOW" sched --policies eager,lws --repeats 2 --no-gantt --no-calibration --json rr.json wf.yaml
+order=$(sed -n 's/^mdflow sched: \([a-z]*\), run \([0-9]\) of 2$/\1:\2/p' "$T/stderr" | tr '\n' ' ')
+if [ "$rc" -eq 0 ] && [ "$order" = "eager:1 lws:1 eager:2 lws:2 " ]; then
+    pass "--repeats 2 with two policies: runs in rounds ($order)"
+else fail "--repeats 2 with two policies: runs in rounds" "exit status $rc, order '$order'"; show stderr "$T/stderr"; fi
 run "$MDFLOW" sched --policies lws --window 0.5:0.1 wf.yaml
 if [ "$rc" -eq 2 ] && grep -F -- "--window '0.5:0.1'" "$T/stderr" >/dev/null; then pass "--window T0 >= T1: exit 2"
 else fail "--window T0 >= T1: exit 2" "exit status $rc"; show stderr "$T/stderr"; fi

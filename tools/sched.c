@@ -256,8 +256,9 @@ static void usage_sched(FILE *fp, const char *default_workflow)
             "are written there and removed.\n\n"
             "  --policies A,B,...  the policies, in this order (default: every one the linked StarPU\n"
             "                   offers); an unknown name is an error listing the valid ones\n"
-            "  --repeats N      runs per policy (default 1, at most %d); the table shows the median\n"
-            "                   run (the lower middle one for an even N)\n"
+            "  --repeats N      runs per policy (default 1, at most %d), in rounds: each policy once\n"
+            "                   per round, so a machine whose speed drifts favours none; the table\n"
+            "                   shows the median run (the lower middle one for an even N)\n"
             "  --json FILE      the table as JSON (default sched.json)\n"
             "  --gantt PREFIX   Gantt charts PREFIX-POLICY.svg and PREFIX-POLICY.png (default gantt):\n"
             "                   a row per worker, a box per task coloured by codelet, from StarPU's task\n"
@@ -559,42 +560,58 @@ static int median_index(const double *v, int n)
 
 static double rate(double count, double wall) { return wall > 0.0 ? count / wall : 0.0; }
 
-/* Runs policy `repeats` times and keeps the median run (by wall time). */
-static mdf_status run_policy(const sched_env *e, const sched_options *o, sched_result *res, mdf_error *err)
+/* Run k of policy res->policy (of o->repeats), into *run. */
+static mdf_status run_policy_once(const sched_env *e, const sched_options *o, sched_result *res, int k,
+                                  sched_run *run, mdf_error *err)
 {
-    sched_run *runs = calloc((size_t)o->repeats, sizeof *runs);
-    if (!runs) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for %d runs", o->repeats);
-    mdf_status st = MDF_OK;
     enum child_kind kind = e->platform ? CHILD_SIMULATE : CHILD_RUN;
-    for (int k = 0; k < o->repeats && st == MDF_OK; k++) {
-        fprintf(stderr, "mdflow sched: %s, run %d of %d\n", res->policy, k + 1, o->repeats);
-        st = run_once(e, kind, res->policy, 0, &runs[k], err);
-        /* The simulation's counts are the recorded run's (same graph). */
-        if (st == MDF_OK && e->platform) {
-            runs[k].steps = e->recorded_steps;
-            runs[k].systems = e->recorded_systems;
-            runs[k].atom_steps_per_s = rate(e->recorded_atom_steps, runs[k].wall_s);
-        }
-        /* A run in which a model was not calibrated placed those tasks by
-         * queue lengths (and StarPU, for its own models, measured every
-         * task): not a timing of the policy. The models are saved at its
-         * end, so the next run has them. */
-        while (st == MDF_OK && o->calibrate && res->uses_models && runs[k].calibrating &&
-               res->calibration_runs < SCHED_CALIBRATION_RUNS) {
-            res->calibration_runs++;
-            fprintf(stderr, "mdflow sched: %s: performance models were calibrated during this run (STARPU_HOME "
-                    "%s); its timing is dropped and it runs again\n", res->policy,
-                    getenv("STARPU_HOME") ? getenv("STARPU_HOME") : "~/.starpu");
-            run_free(&runs[k]);
-            st = run_once(e, kind, res->policy, 0, &runs[k], err);
-        }
-        if (st == MDF_OK && runs[k].calibrating) res->calibrating = 1;
-        res->walls[k] = runs[k].wall_s;
+    fprintf(stderr, "mdflow sched: %s, run %d of %d\n", res->policy, k + 1, o->repeats);
+    mdf_status st = run_once(e, kind, res->policy, 0, run, err);
+    /* The simulation's counts are the recorded run's (same graph). */
+    if (st == MDF_OK && e->platform) {
+        run->steps = e->recorded_steps;
+        run->systems = e->recorded_systems;
+        run->atom_steps_per_s = rate(e->recorded_atom_steps, run->wall_s);
     }
-    int median = st == MDF_OK ? median_index(res->walls, o->repeats) : -1;
-    for (int k = 0; k < o->repeats; k++) {
-        if (k == median) res->median = runs[k];
-        else run_free(&runs[k]);
+    /* A run in which a model was not calibrated placed those tasks by
+     * queue lengths (and StarPU, for its own models, measured every
+     * task): not a timing of the policy. The models are saved at its
+     * end, so the next run has them. */
+    while (st == MDF_OK && o->calibrate && res->uses_models && run->calibrating &&
+           res->calibration_runs < SCHED_CALIBRATION_RUNS) {
+        res->calibration_runs++;
+        fprintf(stderr, "mdflow sched: %s: performance models were calibrated during this run (STARPU_HOME "
+                "%s); its timing is dropped and it runs again\n", res->policy,
+                getenv("STARPU_HOME") ? getenv("STARPU_HOME") : "~/.starpu");
+        run_free(run);
+        st = run_once(e, kind, res->policy, 0, run, err);
+    }
+    if (st == MDF_OK && run->calibrating) res->calibrating = 1;
+    if (st == MDF_OK) res->walls[k] = run->wall_s;
+    return st;
+}
+
+/* Runs every policy o->repeats times, in rounds (each policy once per
+ * round, in the order given), and keeps each one's median run (by wall
+ * time). Rounds rather than one policy's runs after another's: on a
+ * machine whose speed drifts over minutes (a shared virtual machine), a
+ * block of runs would hand its slow or fast minutes to one policy alone. */
+static mdf_status run_policies(const sched_env *e, const sched_options *o, sched_result *res, mdf_error *err)
+{
+    const size_t n = (size_t)o->npolicies * (size_t)o->repeats;
+    sched_run *runs = calloc(n, sizeof *runs);
+    if (!runs) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for %zu runs", n);
+    mdf_status st = MDF_OK;
+    for (int k = 0; k < o->repeats && st == MDF_OK; k++)
+        for (int p = 0; p < o->npolicies && st == MDF_OK; p++)
+            st = run_policy_once(e, o, &res[p], k, &runs[(size_t)p * (size_t)o->repeats + (size_t)k], err);
+    for (int p = 0; p < o->npolicies; p++) {
+        sched_run *mine = runs + (size_t)p * (size_t)o->repeats;
+        int median = st == MDF_OK ? median_index(res[p].walls, o->repeats) : -1;
+        for (int k = 0; k < o->repeats; k++) {
+            if (k == median) res[p].median = mine[k];
+            else run_free(&mine[k]);
+        }
     }
     free(runs);
     return st;
@@ -851,11 +868,11 @@ static mdf_status sched_all(const sched_options *o, sched_env *e, sched_result *
         st = run_once(e, CHILD_RUN, calibration, 1, &r, err);
         if (st == MDF_OK) run_free(&r);
     }
-    for (int k = 0; st == MDF_OK && k < o->npolicies; k++) {
+    for (int k = 0; k < o->npolicies; k++) {
         res[k].policy = o->policies[k];
         res[k].uses_models = policy_uses_models(o->policies[k]);
-        st = run_policy(e, o, &res[k], err);
     }
+    if (st == MDF_OK) st = run_policies(e, o, res, err);
     if (st != MDF_OK) return st;
     int b = baseline_index(o);
     for (int k = 0; k < o->npolicies; k++)
