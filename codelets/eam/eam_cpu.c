@@ -35,21 +35,76 @@ typedef struct eam_row {
 
 #define EAM_INLINE static inline __attribute__((always_inline))
 
-/* One pair: d = r_j - r_i, r2 = |d|²; both: j is one of the chunk's rows
- * too (add to both atoms), else to i only (j's own chunk adds its side).
- * i's side goes to the row r. */
-typedef void (*eam_pair_fn)(void *user, eam_row *r, int32_t i, int32_t j, const double d[3], double r2, int both);
+/* One pair within the cut-off: d = r_j - r_i, r = |d|, recip = 1 / r,
+ * and the spline row m and offset t of every r table at r
+ * (mdf_eam_row's rounding); both: j is one of the chunk's rows too (add to
+ * both atoms), else to i only (j's own chunk adds its side). */
+typedef struct eam_pair {
+    int32_t j, both, m;
+    double d[3], r, recip, t;
+} eam_pair;
+
+/* The pair's r, recip and spline row from r2 = |d|², as every caller of
+ * fn computes them (the staged rows below, several pairs per instruction). */
+EAM_INLINE void eam_pair_lengths(const mdf_eam_params *p, double r2, double *r, double *recip, int32_t *m, double *t)
+{
+    *r = sqrt(r2);
+    *recip = 1.0 / *r;
+    *m = mdf_eam_row(*r, p->rdr, p->nr, 0, t);
+}
+
+/* i's side of pair q goes to the row r. */
+typedef void (*eam_pair_fn)(void *user, eam_row *r, int32_t i, const eam_pair *q);
 /* Before (r zeroed but for ei) and after atom i's row. */
 typedef void (*eam_row_fn)(void *user, eam_row *r, int32_t i);
 
+/* Per-task room for one row's pairs (eam_rows), slots long. */
+typedef struct eam_stage {
+    double *dx, *dy, *dz, *r2, *r, *recip, *t;
+    int32_t *j, *both, *m;
+} eam_stage;
+
+static int eam_stage_alloc(eam_stage *st, int32_t slots)
+{
+    const size_t n = (size_t)(slots > 0 ? slots : 1);
+    double *d = malloc(sizeof(double) * 7 * n);
+    int32_t *k = malloc(sizeof(int32_t) * 3 * n);
+    if (!d || !k) {
+        free(d);
+        free(k);
+        st->dx = NULL;
+        return -1;
+    }
+    st->dx = d, st->dy = d + n, st->dz = d + 2 * n, st->r2 = d + 3 * n, st->r = d + 4 * n, st->recip = d + 5 * n;
+    st->t = d + 6 * n;
+    st->j = k, st->both = k + n, st->m = k + 2 * n;
+    return 0;
+}
+
+static void eam_stage_free(eam_stage *st)
+{
+    if (!st->dx) return;
+    free(st->dx);
+    free(st->j);
+}
+
 /* The list rows [lo, hi) of system s: 5-bit entries (wide = 0) or wide ones
  * (small cells), one element or several; the flags are constants at each
- * call, so the compiler specialises every copy. */
+ * call, so the compiler specialises every copy. A row runs in three
+ * passes: gather the pairs within the cut-off into st (compacted without
+ * a branch: about half a list with a 1 Å skin lies beyond it, at random);
+ * then every pair's r, 1 / r and spline row at once, a loop the compiler
+ * vectorises (square roots and divisions several per instruction); then
+ * fn on each pair. */
 EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *si, int32_t s, const mdf_nl_list_view *l,
                          const mdf_nl_bins_view *v, const mdf_nl_shifts *sh, const mdf_atom_info *atoms,
                          const mdf_eam_params *p, int32_t atom_begin, int32_t lo, int32_t hi, double cutsq,
-                         int wide, int single, eam_pair_fn fn, eam_row_fn begin, eam_row_fn end, void *user)
+                         int wide, int single, const eam_stage *st, eam_pair_fn fn, eam_row_fn begin,
+                         eam_row_fn end, void *user)
 {
+    double *restrict sdx = st->dx, *restrict sdy = st->dy, *restrict sdz = st->dz, *restrict sr2 = st->r2;
+    double *restrict sr = st->r, *restrict srecip = st->recip, *restrict sst = st->t;
+    int32_t *restrict sj = st->j, *restrict sboth = st->both, *restrict sm = st->m;
     const int32_t M = l->head->slots;
     const mdf_nl_grid *g = &v->grid[s];
     const int32_t *cs = v->cell_start + si->atom_start + s;
@@ -68,24 +123,35 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
             while (mdf_nl_pairs_next(&pw, &j, n, d)) {
                 const int inside = j >= lo && j < hi;
                 if (inside && !mdf_nl_pair_is_up(i, j, n)) continue; /* from j's side */
-                fn(user, &r, i, j, d, mdf_nl_norm2(d[0], d[1], d[2]), inside);
+                eam_pair q = {.j = j, .both = inside, .d = {d[0], d[1], d[2]}};
+                eam_pair_lengths(p, mdf_nl_norm2(d[0], d[1], d[2]), &q.r, &q.recip, &q.m, &q.t);
+                fn(user, &r, i, &q);
             }
             end(user, &r, i);
             continue;
         }
         const double xi[3] = {w[3 * (size_t)i], w[3 * (size_t)i + 1], w[3 * (size_t)i + 2]};
         const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
+        int32_t n = 0;
         for (int part = 0; part < 2; part++) {
             const int32_t k0 = part ? M - l->n_down[li] : 0, k1 = part ? M : l->n_up[li];
             for (int32_t k = k0; k < k1; k++) {
                 double t[3];
                 const int32_t j = wide ? mdf_nl_shifts_get(sh, nb[k], t) : mdf_nl_shifts_get5(sh, nb[k], t);
                 const int inside = j >= lo && j < hi;
-                if (part && inside) continue; /* an up entry of j's */
                 for (int q = 0; q < 3; q++) d[q] = w[3 * (size_t)j + q] + t[q] - xi[q];
                 const double r2 = mdf_nl_norm2(d[0], d[1], d[2]);
-                if (r2 < cutsq) fn(user, &r, i, j, d, r2, inside);
+                sdx[n] = d[0], sdy[n] = d[1], sdz[n] = d[2], sr2[n] = r2, sj[n] = j, sboth[n] = inside;
+                /* kept when within the cut-off and not an up entry of j's */
+                n += (r2 < cutsq) & !(part && inside);
             }
+        }
+#pragma omp simd
+        for (int32_t k = 0; k < n; k++) eam_pair_lengths(p, sr2[k], &sr[k], &srecip[k], &sm[k], &sst[k]);
+        for (int32_t k = 0; k < n; k++) {
+            const eam_pair q = {.j = sj[k], .both = sboth[k], .m = sm[k], .d = {sdx[k], sdy[k], sdz[k]},
+                                .r = sr[k], .recip = srecip[k], .t = sst[k]};
+            fn(user, &r, i, &q);
         }
         end(user, &r, i);
     }
@@ -99,8 +165,8 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
  * constant fn), so the pair arithmetic is too. */
 EAM_INLINE void eam_pairs(const double *x, double *w, const mdf_sys_info *si, int32_t s, const mdf_nl_list_view *l,
                           const mdf_nl_bins_view *v, const mdf_atom_info *atoms, const mdf_eam_params *p,
-                          int32_t atom_begin, int32_t lo, int32_t hi, double cutsq, eam_pair_fn fn, eam_row_fn begin,
-                          eam_row_fn end, void *user)
+                          int32_t atom_begin, int32_t lo, int32_t hi, double cutsq, const eam_stage *st, eam_pair_fn fn,
+                          eam_row_fn begin, eam_row_fn end, void *user)
 {
     /* Wrapped positions x + o of the system, which its lists index (w is
      * indexed like x; only the system's rows are written). */
@@ -109,13 +175,13 @@ EAM_INLINE void eam_pairs(const double *x, double *w, const mdf_sys_info *si, in
     mdf_nl_shifts_init(&sh, &v->grid[s], si->cell);
     const int single = p->nelem == 1;
     if (sh.q && single)
-        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 1, 1, fn, begin, end, user);
+        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 1, 1, st, fn, begin, end, user);
     else if (sh.q)
-        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 1, 0, fn, begin, end, user);
+        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 1, 0, st, fn, begin, end, user);
     else if (single)
-        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 0, 1, fn, begin, end, user);
+        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 0, 1, st, fn, begin, end, user);
     else
-        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 0, 0, fn, begin, end, user);
+        eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 0, 0, st, fn, begin, end, user);
 }
 
 typedef struct half_density {
@@ -143,17 +209,16 @@ EAM_INLINE int32_t eam_elem_of(const eam_row *r, const mdf_eam_params *p, const 
     return r->single ? 0 : mdf_eam_elem(p, atoms[j].z);
 }
 
-EAM_INLINE void add_density_pair(void *user, eam_row *row, int32_t i, int32_t j, const double d[3], double r2,
-                                 int both)
+EAM_INLINE void add_density_pair(void *user, eam_row *row, int32_t i, const eam_pair *q)
 {
-    (void)d, (void)i;
+    (void)i;
     half_density *h = (half_density *)user;
     const mdf_eam_params *p = h->p;
+    const int32_t j = q->j, both = q->both;
     const int32_t ei = row->ei, ej = eam_elem_of(row, p, h->atoms, j);
-    const double r = sqrt(r2);
-    double t;
+    const double t = q->t;
     /* one spline row for every table at r (mdf_eam_r_row's rounding) */
-    const int64_t m = (int64_t)mdf_eam_row(r, p->rdr, p->nr, 0, &t) * 7;
+    const int64_t m = (int64_t)q->m * 7;
     const double *tab_i = mdf_eam_rhor(p, ej, ei), *tab_j = mdf_eam_rhor(p, ei, ej);
     const double rho_i = mdf_eam_value(tab_i + m, t);
     row->rho += rho_i;
@@ -189,21 +254,21 @@ EAM_INLINE void force_row_end(void *user, eam_row *r, int32_t i)
 
 /* As LAMMPS's pair_eam.cpp compute(): psip = F'(rho_i) rhojp + F'(rho_j)
  * rhoip + phi'(r), the pair's force on i (psip / r) (r_j - r_i). */
-EAM_INLINE void add_force_pair(void *user, eam_row *row, int32_t i, int32_t j, const double d[3], double r2, int both)
+EAM_INLINE void add_force_pair(void *user, eam_row *row, int32_t i, const eam_pair *q)
 {
     (void)i;
     half_force *h = (half_force *)user;
     const mdf_eam_params *p = h->p;
+    const int32_t j = q->j, both = q->both;
+    const double *d = q->d, t = q->t;
     const int32_t ei = row->ei, ej = eam_elem_of(row, p, h->atoms, j);
-    const double r = sqrt(r2);
-    double t;
-    const int64_t m = (int64_t)mdf_eam_row(r, p->rdr, p->nr, 0, &t) * 7;
+    const int64_t m = (int64_t)q->m * 7;
     const double *tab_ip = mdf_eam_rhor(p, ei, ej), *tab_jp = mdf_eam_rhor(p, ej, ei);
     const double rhoip = mdf_eam_deriv(tab_ip + m, t);
     const double rhojp = tab_jp == tab_ip ? rhoip : mdf_eam_deriv(tab_jp + m, t);
     const double *c = mdf_eam_z2r(p, ei, ej) + m;
     const double z2p = mdf_eam_deriv(c, t), z2 = mdf_eam_value(c, t);
-    const double recip = 1.0 / r, phi = z2 * recip, phip = z2p * recip - phi * recip;
+    const double recip = q->recip, phi = z2 * recip, phip = z2p * recip - phi * recip;
     const double fp_j = both ? h->fp[j - h->atom_begin] : mdf_eam_embed_deriv(p, ej, h->rho[j]);
     const double psip = row->fp_i * rhojp + fp_j * rhoip + phip;
     const double fpair = -psip * recip; /* force on i: -fpair (r_j - r_i) */
@@ -228,6 +293,11 @@ MDF_CPU_CLONES void mdf_eam_aux_cpu(void *buffers[], void *cl_arg)
     double *rho = (double *)STARPU_VECTOR_GET_PTR(buffers[5]);
     const mdf_eam_params *p = (const mdf_eam_params *)STARPU_VECTOR_GET_PTR(buffers[6]);
     double *w = eam_wrapped_alloc(&a->chunk);
+    eam_stage st;
+    if (eam_stage_alloc(&st, l.head->slots) != 0 && w) {
+        free(w);
+        w = NULL;
+    }
     for (int32_t s = a->chunk.sys_begin; s < a->chunk.sys_end; s++) {
         if (!w) { /* out of memory inside a task: NaN densities make it impossible to miss */
             for (int32_t i = a->chunk.atom_begin; i < a->chunk.atom_end; i++) rho[i - a->chunk.atom_begin] = NAN;
@@ -238,9 +308,10 @@ MDF_CPU_CLONES void mdf_eam_aux_cpu(void *buffers[], void *cl_arg)
         mdf_chunk_rows(&a->chunk, &sys[s], &i0, &i1);
         for (int32_t i = i0; i < i1; i++) rho[i - a->chunk.atom_begin] = 0.0;
         half_density h = {p, atoms, rho, a->chunk.atom_begin};
-        eam_pairs(x, w, &sys[s], s, &l, &v, atoms, p, a->chunk.atom_begin, i0, i1, p->cutsq, add_density_pair,
+        eam_pairs(x, w, &sys[s], s, &l, &v, atoms, p, a->chunk.atom_begin, i0, i1, p->cutsq, &st, add_density_pair,
                   density_row_begin, density_row_end, &h);
     }
+    eam_stage_free(&st);
     free(w);
 }
 
@@ -259,6 +330,11 @@ MDF_CPU_CLONES void mdf_eam_cpu(void *buffers[], void *cl_arg)
     /* F'(rho) of the chunk's rows */
     double *fp = (double *)malloc(sizeof(double) * (size_t)(a->chunk.atom_end - a->chunk.atom_begin + 1));
     double *w = eam_wrapped_alloc(&a->chunk);
+    eam_stage st;
+    if (eam_stage_alloc(&st, l.head->slots) != 0 && w) {
+        free(w);
+        w = NULL;
+    }
     for (int32_t s = a->chunk.sys_begin; s < a->chunk.sys_end; s++) {
         if (!mdf_status_in(sys[s].status, a->status_lo, a->status_hi)) continue;
         int32_t i0, i1;
@@ -279,12 +355,13 @@ MDF_CPU_CLONES void mdf_eam_cpu(void *buffers[], void *cl_arg)
             fp[i - a->chunk.atom_begin] = d;
             f[3 * (size_t)i] = f[3 * (size_t)i + 1] = f[3 * (size_t)i + 2] = 0.0;
         }
-        eam_pairs(x, w, &sys[s], s, &l, &v, atoms, p, a->chunk.atom_begin, i0, i1, p->cutsq, add_force_pair,
+        eam_pairs(x, w, &sys[s], s, &l, &v, atoms, p, a->chunk.atom_begin, i0, i1, p->cutsq, &st, add_force_pair,
                   force_row_begin, force_row_end, &h);
         r->energy += h.e;
         if (a->want_virial)
             for (int k = 0; k < 9; k++) r->virial[k] += h.w[k];
     }
+    eam_stage_free(&st);
     free(fp);
     free(w);
 }
