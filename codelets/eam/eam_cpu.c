@@ -44,13 +44,28 @@ typedef struct eam_pair {
     double d[3], r, recip, t;
 } eam_pair;
 
-/* The pair's r, recip and spline row from r2 = |d|², as every caller of
- * fn computes them (the staged rows below, several pairs per instruction). */
+/* mdf_eam_row(r, rdr, nr, 0, t) for a distance within the cut-off (0 <=
+ * r < cut, so x >= 1 and (int)x fits): the same row and offset, written
+ * without its clamps on doubles, which (under the default trapping-math)
+ * kept GCC from vectorising a loop over pairs. */
+EAM_INLINE int32_t eam_row_in_cutoff(double r, double rdr, int32_t nr, double *t)
+{
+    const double x = mdf_nl_add(mdf_nl_mul(r, rdr), 1.0);
+    int32_t m = (int32_t)x;
+    m = m < nr - 1 ? m : nr - 1;
+    const double p = x - (double)m;
+    *t = p < 1.0 ? p : 1.0;
+    return m;
+}
+
+/* The pair's r, recip and spline row from r2 = |d|² < cutsq, as every
+ * caller of fn computes them (the staged rows below, several pairs per
+ * instruction). */
 EAM_INLINE void eam_pair_lengths(const mdf_eam_params *p, double r2, double *r, double *recip, int32_t *m, double *t)
 {
     *r = sqrt(r2);
     *recip = 1.0 / *r;
-    *m = mdf_eam_row(*r, p->rdr, p->nr, 0, t);
+    *m = eam_row_in_cutoff(*r, p->rdr, p->nr, t);
 }
 
 /* i's side of pair q goes to the row r. */
@@ -146,8 +161,15 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
                 n += (r2 < cutsq) & !(part && inside);
             }
         }
+        const double rdr = p->rdr;
+        const int32_t nr = p->nr;
 #pragma omp simd
-        for (int32_t k = 0; k < n; k++) eam_pair_lengths(p, sr2[k], &sr[k], &srecip[k], &sm[k], &sst[k]);
+        for (int32_t k = 0; k < n; k++) {
+            const double rk = sqrt(sr2[k]);
+            sr[k] = rk;
+            srecip[k] = 1.0 / rk;
+            sm[k] = eam_row_in_cutoff(rk, rdr, nr, &sst[k]);
+        }
         for (int32_t k = 0; k < n; k++) {
             const eam_pair q = {.j = sj[k], .both = sboth[k], .m = sm[k], .d = {sdx[k], sdy[k], sdz[k]},
                                 .r = sr[k], .recip = srecip[k], .t = sst[k]};
