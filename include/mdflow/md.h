@@ -24,7 +24,10 @@ typedef struct mdf_md_config {
     double skin;              /* Å added to the cutoff for neighbour lists */
     int32_t chunk_atoms;      /* a shard's model work is split above this
                                * many atoms; 0: automatic, 1024-8192 from
-                               * the batch size and the worker count */
+                               * the batch size and the worker count, and
+                               * a large system in slices of 2048 atoms, at
+                               * most 16 (set it to slice one large system
+                               * for more than 8 workers) */
     int window;               /* steps submitted ahead of completion */
     int64_t thermo_every;     /* a thermo row every N steps; 0: none */
     int thermo_per_system;    /* 1: one row per system; 0: batch totals */
