@@ -284,24 +284,29 @@ static void test_all_pairs_switch(void **state)
 }
 
 /* A system split over several model tasks (chunks, then a sum) gives the
- * single-task numbers up to summation order. */
+ * single-task numbers up to summation order: argon and krypton (the
+ * general row loops), and argon alone (one species: the three-pass rows,
+ * sliced and whole). */
 static void test_chunked_equals_single(void **state)
 {
     (void)state;
-    mdf_lj_config lj = two_species(0);
-    mdf_frame f = tu_fcc(5, 5, 5, 5.3, 18, 0.1, 0.1, 5);
-    for (int64_t a = 0; a < f.natoms; a += 3) f.numbers[a] = 36;
-    result one = evaluate(&f, &lj, 100000, 1);
-    const int32_t chunks[] = {64, 100, 499};
-    for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
-        result r = evaluate(&f, &lj, chunks[k], 1);
-        assert_true(tu_reldiff(r.energy, one.energy, 1e-30) < 1e-12);
-        for (int q = 0; q < 9; q++) assert_true(fabs(r.virial[q] - one.virial[q]) < 1e-12 * fabs(one.virial[0]));
-        for (int64_t a = 0; a < 3 * f.natoms; a++) assert_true(fabs(r.forces[a] - one.forces[a]) < 1e-13);
-        free(r.forces);
+    for (int mixed = 0; mixed < 2; mixed++) {
+        mdf_lj_config lj = mixed ? two_species(0) : tu_argon(7.5, 0);
+        mdf_frame f = tu_fcc(5, 5, 5, 5.3, 18, 0.1, 0.1, 5);
+        for (int64_t a = 0; mixed && a < f.natoms; a += 3) f.numbers[a] = 36;
+        result one = evaluate(&f, &lj, 100000, 1);
+        const int32_t chunks[] = {64, 100, 499};
+        for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
+            result r = evaluate(&f, &lj, chunks[k], 1);
+            assert_true(tu_reldiff(r.energy, one.energy, 1e-30) < 1e-12);
+            for (int q = 0; q < 9; q++)
+                assert_true(fabs(r.virial[q] - one.virial[q]) < 1e-12 * fabs(one.virial[0]));
+            for (int64_t a = 0; a < 3 * f.natoms; a++) assert_true(fabs(r.forces[a] - one.forces[a]) < 1e-13);
+            free(r.forces);
+        }
+        free(one.forces);
+        mdf_frame_free(&f);
     }
-    free(one.forces);
-    mdf_frame_free(&f);
 }
 
 /* Energy, forces and virial of an open system by the plain pair formula,
