@@ -708,6 +708,10 @@ if [ -r "$eam_pot" ]; then
     printf 'c\nc\nc\n1 Cu\n10 0.1 10 0.5 4.0\n29 63.55 3.615 fcc\n1 2 abc\n' > bad.eam.alloy
     run md --input cu.xyz --model eam:bad.eam.alloy
     expect_error "--model eam:FILE, a malformed file" nonzero "bad.eam.alloy:7" "'abc'"
+    # A grid too fine for its cutoff (2^31 r steps): refused at its line.
+    printf 'c\nc\nc\n1 Cu\n10 0.1 10 1e-9 4.0\n' > fine.eam.alloy
+    run md --input cu.xyz --model eam:fine.eam.alloy
+    expect_error "--model eam:FILE, a cutoff of more than 2^30 steps dr" nonzero "fine.eam.alloy:5" "2^30 steps"
     run md --input cu.xyz --model "lj:$eam_pot"
     expect_error "--model lj:FILE (lj takes no file)" nonzero "lj" "no file"
     run md --input cu.xyz --model eam:nothere.eam

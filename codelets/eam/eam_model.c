@@ -124,6 +124,10 @@ static void eam_interpolate(int n, double delta, const double *f, double *sp)
 #undef S
 }
 
+/* Distances are turned into table rows by an int conversion of r / dr + 1
+ * (eam_cpu.c): a cutoff of more r steps than this would overflow it. */
+#define EAM_MAX_STEPS 1073741824.0
+
 /* The blob for ne elements and grids (nrho, drho), (nr, dr). */
 static mdf_eam_params *eam_alloc(int ne, int nrho, double drho, int nr, double dr, double cut, size_t *bytes)
 {
@@ -199,9 +203,10 @@ static mdf_status read_funcfl(eam_reader *r, mdf_eam_params **out, size_t *bytes
     double drho, dr, cut;
     if (n < 5 || !parse_int(tok[0], &nrho) || !parse_double(tok[1], &drho) || !parse_int(tok[2], &nr) ||
         !parse_double(tok[3], &dr) || !parse_double(tok[4], &cut) || nrho < 5 || nr < 5 || !(drho > 0.0) ||
-        !(dr > 0.0) || !(cut > 0.0))
+        !(dr > 0.0) || !(cut > 0.0) || !(cut / dr < EAM_MAX_STEPS))
         return mdf_error_set(r->err, MDF_ERR_PARSE,
-                             "%s:%d: expected 'Nrho drho Nr dr cutoff' (Nrho, Nr >= 5; drho, dr, cutoff > 0)", r->path,
+                             "%s:%d: expected 'Nrho drho Nr dr cutoff' (Nrho, Nr >= 5; drho, dr, cutoff > 0; cutoff "
+                             "at most 2^30 steps dr)", r->path,
                              r->lineno);
     double *fr = malloc(sizeof(double) * (size_t)(nrho + 1)), *zr = malloc(sizeof(double) * (size_t)(nr + 1)),
            *rh = malloc(sizeof(double) * (size_t)(nr + 1)), *tmp = malloc(sizeof(double) * (size_t)(nr + nrho + 2));
@@ -273,9 +278,10 @@ static mdf_status read_setfl(eam_reader *r, int fs, mdf_eam_params **out, size_t
     double drho, dr, cut;
     if (n < 5 || !parse_int(tok[0], &nrho) || !parse_double(tok[1], &drho) || !parse_int(tok[2], &nr) ||
         !parse_double(tok[3], &dr) || !parse_double(tok[4], &cut) || nrho < 5 || nr < 5 || !(drho > 0.0) ||
-        !(dr > 0.0) || !(cut > 0.0))
+        !(dr > 0.0) || !(cut > 0.0) || !(cut / dr < EAM_MAX_STEPS))
         return mdf_error_set(r->err, MDF_ERR_PARSE,
-                             "%s:%d: expected 'Nrho drho Nr dr cutoff' (Nrho, Nr >= 5; drho, dr, cutoff > 0)", r->path,
+                             "%s:%d: expected 'Nrho drho Nr dr cutoff' (Nrho, Nr >= 5; drho, dr, cutoff > 0; cutoff "
+                             "at most 2^30 steps dr)", r->path,
                              r->lineno);
     mdf_eam_params *p = eam_alloc(ne, nrho, drho, nr, dr, cut, bytes);
     double *tmp = malloc(sizeof(double) * (size_t)((nr > nrho ? nr : nrho) + 1));
