@@ -85,6 +85,14 @@ typedef struct mdf_pair_acc {
     double w[9];
 } mdf_pair_acc;
 
+/* Adds a row's sums to a task's. */
+MDF_PAIR_INLINE void mdf_pair_acc_add(mdf_pair_acc *acc, const mdf_pair_acc *row, int virial)
+{
+    acc->e += row->e;
+    if (virial)
+        for (int k = 0; k < 9; k++) acc->w[k] += row->w[k];
+}
+
 MDF_PAIR_INLINE void mdf_pair_add_virial(double w[9], const double d[3], double fpair, double scale)
 {
     for (int a = 0; a < 3; a++)
@@ -151,9 +159,13 @@ MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32
                                          double *f, const mdf_atom_info *atoms, const uint32_t *nb, int32_t n_up,
                                          int32_t n_down, int32_t M, const mdf_nl_shifts *t, mdf_pair_acc *acc)
 {
-    const double *xi = w + 3 * i;
+    const double xi[3] = {w[3 * i], w[3 * i + 1], w[3 * i + 2]};
     const int32_t zi = atoms[i].z;
+    /* The row's sums in locals (registers): summing into *acc or f through
+     * pointers that may alias the force rows made each pair wait on the
+     * previous pair's store. */
     double fi[3] = {0.0, 0.0, 0.0};
+    mdf_pair_acc row = {0.0, {0.0}};
     for (int part = 0; part < 2; part++) {
         int32_t k0 = part ? M - n_down : 0, k1 = part ? M : n_up;
         for (int32_t k = k0; k < k1; k++) {
@@ -162,11 +174,12 @@ MDF_PAIR_INLINE void mdf_pair_atom_slice(const mdf_pair_ctx *c, int32_t i, int32
             int inside = j >= lo && j < hi;
             if (part && inside) continue; /* counted by j's own row, with Newton */
             double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
-            if (inside) mdf_pair_add_full(c, zi, atoms[j].z, d, fi, f + 3 * j, acc, c->virial);
-            else mdf_pair_add_half(c, zi, atoms[j].z, d, fi, acc, c->virial);
+            if (inside) mdf_pair_add_full(c, zi, atoms[j].z, d, fi, f + 3 * j, &row, c->virial);
+            else mdf_pair_add_half(c, zi, atoms[j].z, d, fi, &row, c->virial);
         }
     }
     for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
+    mdf_pair_acc_add(acc, &row, c->virial);
 }
 
 /* The half-list row of atom i of a whole system (each pair once). `virial`
@@ -177,16 +190,18 @@ MDF_PAIR_INLINE void mdf_pair_atom_list(const mdf_pair_ctx *c, int32_t i, int vi
                                         const mdf_atom_info *atoms, const uint32_t *nb, int32_t n,
                                         const mdf_nl_shifts *t, mdf_pair_acc *acc)
 {
-    const double *xi = w + 3 * i;
+    const double xi[3] = {w[3 * i], w[3 * i + 1], w[3 * i + 2]};
     const int32_t zi = atoms[i].z;
     double fi[3] = {0.0, 0.0, 0.0};
+    mdf_pair_acc row = {0.0, {0.0}}; /* in registers, as in mdf_pair_atom_slice */
     for (int32_t k = 0; k < n; k++) {
         double sh[3];
         int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
         double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
-        mdf_pair_add_full(c, zi, atoms[j].z, d, fi, f + 3 * j, acc, virial);
+        mdf_pair_add_full(c, zi, atoms[j].z, d, fi, f + 3 * j, &row, virial);
     }
     for (int k = 0; k < 3; k++) f[3 * i + k] += fi[k];
+    mdf_pair_acc_add(acc, &row, virial);
 }
 
 /* Whether chunk ch holds only part of system s (a slice). */
