@@ -150,7 +150,10 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
         const double xi[3] = {w[3 * (size_t)i], w[3 * (size_t)i + 1], w[3 * (size_t)i + 2]};
         const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
         int32_t n = 0;
-        for (int part = 0; part < 2; part++) {
+        /* Down entries (j < i) count only when j lies outside the rows (a
+         * slice's edge): a chunk holding the whole system skips them all. */
+        const int parts = lo == si->atom_start && hi == si->atom_start + si->natoms ? 1 : 2;
+        for (int part = 0; part < parts; part++) {
             const int32_t k0 = part ? M - l->n_down[li] : 0, k1 = part ? M : l->n_up[li];
             for (int32_t k = k0; k < k1; k++) {
                 double t[3];
