@@ -322,14 +322,13 @@ static int batch_has_small_cells(const mdf_batch *b, double r_list)
     return 0;
 }
 
-/* Slots per atom: the neighbours of the densest expected packing plus 20%,
- * but never more than a list can hold. When every periodic width is at
- * least 2 r_list, a neighbour appears once, and a system of n atoms gives
- * an atom at most n - 1 of them; a system never outgrows its shard (refills
- * included), so the largest shard capacity bounds every list. Small cells
- * (several images per neighbour) lift that bound; one refilled later into a
- * batch that had none walks its cells when its lists overflow. Worked out in
- * double: the sphere alone passes INT32_MAX from a cutoff of about 2600 Å. */
+/* Neighbours within r_list at a number density (atoms/Å³), plus 20%, plus
+ * pad: the slots of a list sized for that density. */
+static double slots_at_density(double density, double r_list, double pad)
+{
+    return ceil(1.2 * density * 4.0 / 3.0 * M_PI * r_list * r_list * r_list) + pad;
+}
+
 /* Slots from the batch's own density, where that is safe to go by: every
  * system periodic in x, y and z, with its local density measured when it
  * entered the batch (the fullest of its coarse cells: mdf_sys_info.
@@ -360,15 +359,24 @@ static double measured_slots(const mdf_model *m, const mdf_batch *b, double r_li
         if (!(density >= 0.5 * m->density_hint)) return INFINITY;
         densest = density > densest ? density : densest;
     }
-    return ceil(1.2 * densest * 4.0 / 3.0 * M_PI * r_list * r_list * r_list) + 16.0;
+    return slots_at_density(densest, r_list, 16.0);
 }
 
+/* Slots per atom: the neighbours of the densest expected packing plus 20%
+ * (or measured_slots, where that applies and is fewer), but never more
+ * than a list can hold. When every periodic width is at
+ * least 2 r_list, a neighbour appears once, and a system of n atoms gives
+ * an atom at most n - 1 of them; a system never outgrows its shard (refills
+ * included), so the largest shard capacity bounds every list. Small cells
+ * (several images per neighbour) lift that bound; one refilled later into a
+ * batch that had none walks its cells when its lists overflow. Worked out in
+ * double: the sphere alone passes INT32_MAX from a cutoff of about 2600 Å. */
 static int32_t list_slots(const mdf_model *m, const mdf_batch *b, double r_list)
 {
     int64_t cap = 1;
     for (int k = 0; k < b->nshards; k++)
         if (b->shards[k].atom_cap > cap) cap = b->shards[k].atom_cap;
-    double n = ceil(1.2 * m->density_hint * 4.0 / 3.0 * M_PI * r_list * r_list * r_list) + 8.0;
+    double n = slots_at_density(m->density_hint, r_list, 8.0);
     double measured = measured_slots(m, b, r_list);
     if (measured < n) n = measured;
     double most = batch_has_small_cells(b, r_list) ? (double)INT32_MAX / 2 : (double)(cap > 1 ? cap - 1 : 1);

@@ -49,12 +49,21 @@ MDF_HD double mdf_u01(uint32_t a, uint32_t b)
     return ((double)x + 1.0) * (1.0 / 9007199254740992.0);
 }
 
-/* Two independent standard normal numbers for (key, counter), Box–Muller. */
-MDF_HD void mdf_gauss2(uint64_t key, uint64_t counter, uint32_t stream, double out[2])
+/* Two independent uniform numbers in (0, 1] for (key, counter, stream). */
+MDF_HD void mdf_uniform2(uint64_t key, uint64_t counter, uint32_t stream, double out[2])
 {
     mdf_philox_out r = mdf_philox4x32((uint32_t)counter, (uint32_t)(counter >> 32), stream, 0x6d64666cu,
                                       (uint32_t)key, (uint32_t)(key >> 32));
-    double u1 = mdf_u01(r.v[0], r.v[1]), u2 = mdf_u01(r.v[2], r.v[3]);
+    out[0] = mdf_u01(r.v[0], r.v[1]);
+    out[1] = mdf_u01(r.v[2], r.v[3]);
+}
+
+/* Two independent standard normal numbers for (key, counter), Box–Muller. */
+MDF_HD void mdf_gauss2(uint64_t key, uint64_t counter, uint32_t stream, double out[2])
+{
+    double u[2];
+    mdf_uniform2(key, counter, stream, u);
+    double u1 = u[0], u2 = u[1];
     double rad = sqrt(-2.0 * log(u1));
     double ang = 6.283185307179586 * u2;
     out[0] = rad * cos(ang);

@@ -15,13 +15,6 @@
 #include "mdflow/kernel/nlist.h"
 #include "mdflow/kernel/reduce.h"
 
-/* Room for the wrapped positions of the systems chunk c touches, indexed
- * like the positions (rows before touch_begin unused). */
-static double *eam_wrapped_alloc(const mdf_chunk *c)
-{
-    return (double *)malloc(sizeof(double) * 3 * (size_t)(c->touch_end > 0 ? c->touch_end : 1));
-}
-
 /* The sums of one atom's row (its density or its force, energy and virial):
  * a local of eam_pairs, which the compiler keeps in registers. Summing into
  * the density or force arrays instead made each pair wait on the previous
@@ -35,13 +28,13 @@ typedef struct eam_row {
 
 #define EAM_INLINE static inline __attribute__((always_inline))
 
-/* One pair within the cut-off: d = r_j - r_i, r = |d|, recip = 1 / r,
- * and the spline row m and offset t of every r table at r
- * (mdf_eam_row's rounding); both: j is one of the chunk's rows too (add to
- * both atoms), else to i only (j's own chunk adds its side). */
+/* One pair within the cut-off: d = r_j - r_i, recip = 1 / |d|, and the
+ * spline row m and offset t of every r table at r = |d| (mdf_eam_row's
+ * rounding); both: j is one of the chunk's rows too (add to both atoms),
+ * else to i only (j's own chunk adds its side). */
 typedef struct eam_pair {
     int32_t j, both, m;
-    double d[3], r, recip, t;
+    double d[3], recip, t;
 } eam_pair;
 
 /* mdf_eam_row(r, rdr, nr, 0, t) for a distance within the cut-off (0 <=
@@ -60,14 +53,14 @@ EAM_INLINE int32_t eam_row_in_cutoff(double r, double rdr, int32_t nr, double *t
     return m;
 }
 
-/* The pair's r, recip and spline row from r2 = |d|² < cutsq, as every
- * caller of fn computes them (the staged rows below, several pairs per
- * instruction). */
-EAM_INLINE void eam_pair_lengths(const mdf_eam_params *p, double r2, double *r, double *recip, int32_t *m, double *t)
+/* A pair's recip and spline row from r2 = |d|² < cutsq, for the grid's
+ * 1 / dr (rdr) and nr points: one definition for the staged rows (a loop
+ * the compiler vectorises) and the cells' walk. */
+EAM_INLINE void eam_pair_lengths(double r2, double rdr, int32_t nr, double *recip, int32_t *m, double *t)
 {
-    *r = sqrt(r2);
-    *recip = 1.0 / *r;
-    *m = eam_row_in_cutoff(*r, p->rdr, p->nr, t);
+    const double r = sqrt(r2);
+    *recip = 1.0 / r;
+    *m = eam_row_in_cutoff(r, rdr, nr, t);
 }
 
 /* i's side of pair q goes to the row r. */
@@ -77,14 +70,14 @@ typedef void (*eam_row_fn)(void *user, eam_row *r, int32_t i);
 
 /* Per-task room for one row's pairs (eam_rows), slots long. */
 typedef struct eam_stage {
-    double *dx, *dy, *dz, *r2, *r, *recip, *t;
+    double *dx, *dy, *dz, *r2, *recip, *t;
     int32_t *j, *both, *m;
 } eam_stage;
 
 static int eam_stage_alloc(eam_stage *st, int32_t slots)
 {
     const size_t n = (size_t)(slots > 0 ? slots : 1);
-    double *d = malloc(sizeof(double) * 7 * n);
+    double *d = malloc(sizeof(double) * 6 * n);
     int32_t *k = malloc(sizeof(int32_t) * 3 * n);
     if (!d || !k) {
         free(d);
@@ -92,8 +85,7 @@ static int eam_stage_alloc(eam_stage *st, int32_t slots)
         st->dx = NULL;
         return -1;
     }
-    st->dx = d, st->dy = d + n, st->dz = d + 2 * n, st->r2 = d + 3 * n, st->r = d + 4 * n, st->recip = d + 5 * n;
-    st->t = d + 6 * n;
+    st->dx = d, st->dy = d + n, st->dz = d + 2 * n, st->r2 = d + 3 * n, st->recip = d + 4 * n, st->t = d + 5 * n;
     st->j = k, st->both = k + n, st->m = k + 2 * n;
     return 0;
 }
@@ -103,6 +95,20 @@ static void eam_stage_free(eam_stage *st)
     if (!st->dx) return;
     free(st->dx);
     free(st->j);
+    st->dx = NULL;
+}
+
+/* A task's working memory: room for the wrapped positions of the systems
+ * chunk c touches, indexed like the positions (rows before touch_begin
+ * unused; returned), and the staged rows' arrays (*st); NULL, with nothing
+ * held, when either is missing. */
+static double *eam_task_alloc(const mdf_chunk *c, int32_t slots, eam_stage *st)
+{
+    double *w = malloc(sizeof(double) * 3 * (size_t)(c->touch_end > 0 ? c->touch_end : 1));
+    if (eam_stage_alloc(st, slots) == 0 && w) return w;
+    eam_stage_free(st);
+    free(w);
+    return NULL;
 }
 
 /* The list rows [lo, hi) of system s: 5-bit entries (wide = 0) or wide ones
@@ -120,7 +126,7 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
                          eam_row_fn end, void *user)
 {
     double *restrict sdx = st->dx, *restrict sdy = st->dy, *restrict sdz = st->dz, *restrict sr2 = st->r2;
-    double *restrict sr = st->r, *restrict srecip = st->recip, *restrict sst = st->t;
+    double *restrict srecip = st->recip, *restrict sst = st->t;
     int32_t *restrict sj = st->j, *restrict sboth = st->both, *restrict sm = st->m;
     const int32_t M = l->head->slots;
     const mdf_nl_grid *g = &v->grid[s];
@@ -141,7 +147,7 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
                 const int inside = j >= lo && j < hi;
                 if (inside && !mdf_nl_pair_is_up(i, j, n)) continue; /* from j's side */
                 eam_pair q = {.j = j, .both = inside, .d = {d[0], d[1], d[2]}};
-                eam_pair_lengths(p, mdf_nl_norm2(d[0], d[1], d[2]), &q.r, &q.recip, &q.m, &q.t);
+                eam_pair_lengths(mdf_nl_norm2(d[0], d[1], d[2]), p->rdr, p->nr, &q.recip, &q.m, &q.t);
                 fn(user, &r, i, &q);
             }
             end(user, &r, i);
@@ -169,15 +175,10 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
         const double rdr = p->rdr;
         const int32_t nr = p->nr;
 #pragma omp simd
-        for (int32_t k = 0; k < n; k++) {
-            const double rk = sqrt(sr2[k]);
-            sr[k] = rk;
-            srecip[k] = 1.0 / rk;
-            sm[k] = eam_row_in_cutoff(rk, rdr, nr, &sst[k]);
-        }
+        for (int32_t k = 0; k < n; k++) eam_pair_lengths(sr2[k], rdr, nr, &srecip[k], &sm[k], &sst[k]);
         for (int32_t k = 0; k < n; k++) {
             const eam_pair q = {.j = sj[k], .both = sboth[k], .m = sm[k], .d = {sdx[k], sdy[k], sdz[k]},
-                                .r = sr[k], .recip = srecip[k], .t = sst[k]};
+                                .recip = srecip[k], .t = sst[k]};
             fn(user, &r, i, &q);
         }
         end(user, &r, i);
@@ -319,12 +320,8 @@ MDF_CPU_CLONES void mdf_eam_aux_cpu(void *buffers[], void *cl_arg)
     mdf_nl_bins_view v = mdf_nl_bins_map((void *)STARPU_VECTOR_GET_PTR(buffers[4]));
     double *rho = (double *)STARPU_VECTOR_GET_PTR(buffers[5]);
     const mdf_eam_params *p = (const mdf_eam_params *)STARPU_VECTOR_GET_PTR(buffers[6]);
-    double *w = eam_wrapped_alloc(&a->chunk);
     eam_stage st;
-    if (eam_stage_alloc(&st, l.head->slots) != 0 && w) {
-        free(w);
-        w = NULL;
-    }
+    double *w = eam_task_alloc(&a->chunk, l.head->slots, &st);
     for (int32_t s = a->chunk.sys_begin; s < a->chunk.sys_end; s++) {
         if (!w) { /* out of memory inside a task: NaN densities make it impossible to miss */
             for (int32_t i = a->chunk.atom_begin; i < a->chunk.atom_end; i++) rho[i - a->chunk.atom_begin] = NAN;
@@ -356,12 +353,8 @@ MDF_CPU_CLONES void mdf_eam_cpu(void *buffers[], void *cl_arg)
     const double *rho = (const double *)STARPU_VECTOR_GET_PTR(buffers[8]);
     /* F'(rho) of the chunk's rows */
     double *fp = (double *)malloc(sizeof(double) * (size_t)(a->chunk.atom_end - a->chunk.atom_begin + 1));
-    double *w = eam_wrapped_alloc(&a->chunk);
     eam_stage st;
-    if (eam_stage_alloc(&st, l.head->slots) != 0 && w) {
-        free(w);
-        w = NULL;
-    }
+    double *w = eam_task_alloc(&a->chunk, l.head->slots, &st);
     for (int32_t s = a->chunk.sys_begin; s < a->chunk.sys_end; s++) {
         if (!mdf_status_in(sys[s].status, a->status_lo, a->status_hi)) continue;
         int32_t i0, i1;

@@ -103,30 +103,28 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
  * (full rows, half of every pair), so slices sum right whichever worker ran
  * each. j > i comes from the front of the list (inside the slice when
  * j < hi), j < i from the back (inside when j >= lo: counted by j's own
- * row). With a single species the coefficients c1 are loop constants, as
- * in lj_atom_list; the flags are constants at every call, so the compiler
- * specialises each. */
-LJ_SPECIALISED void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int single, int virial, int wide,
-                                 const double *x, const double *o, double *f, const mdf_atom_info *atoms,
-                                 const uint32_t *nb, int32_t n_up, int32_t n_down, int32_t M,
-                                 const mdf_nl_shifts *t, const mdf_lj_params *p, const mdf_lj_coef *c1,
+ * row). Rows of one species with 5-bit entries take lj_atom_staged: this
+ * loop serves several species, and small cells (wide, a constant at each
+ * call, so the compiler specialises both). */
+LJ_SPECIALISED void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int wide, const double *x, const double *o,
+                                 double *f, const mdf_atom_info *atoms, const uint32_t *nb, int32_t n_up,
+                                 int32_t n_down, int32_t M, const mdf_nl_shifts *t, const mdf_lj_params *p,
                                  lj_acc *acc)
 {
     /* Wrapped positions x + o as they are read: a slice reads only its
      * atoms' neighbours, and wrapping its whole system beforehand cost every
      * slice O(system): O(N^2 / slice) a step for one large system. */
     const double xi[3] = {x[3 * i] + o[3 * i], x[3 * i + 1] + o[3 * i + 1], x[3 * i + 2] + o[3 * i + 2]};
-    int ti = single ? 0 : p->type_of_z[atoms[i].z];
-    const mdf_lj_coef cs = *c1;
+    const int ti = p->type_of_z[atoms[i].z];
     lj_row r = {0};
     for (int32_t k = 0; k < n_up; k++) {
         double sh[3];
         int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
         double d[3] = {x[3 * j] + o[3 * j] + sh[0] - xi[0], x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1],
                        x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2]};
-        mdf_lj_coef c = single ? cs : mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
-        if (j < hi) lj_add_pair(&c, d, f + 3 * j, &r, virial);
-        else lj_add_half_pair(&c, d, &r, virial);
+        const mdf_lj_coef c = mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
+        if (j < hi) lj_add_pair(&c, d, f + 3 * j, &r, 1);
+        else lj_add_half_pair(&c, d, &r, 1);
     }
     for (int32_t k = M - n_down; k < M; k++) {
         double sh[3];
@@ -134,32 +132,30 @@ LJ_SPECIALISED void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int single,
         if (j >= lo) continue; /* counted by j's own row, with Newton */
         double d[3] = {x[3 * j] + o[3 * j] + sh[0] - xi[0], x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1],
                        x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2]};
-        mdf_lj_coef c = single ? cs : mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
-        lj_add_half_pair(&c, d, &r, virial);
+        const mdf_lj_coef c = mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
+        lj_add_half_pair(&c, d, &r, 1);
     }
-    lj_row_add_to(&r, f + 3 * i, acc, virial);
+    lj_row_add_to(&r, f + 3 * i, acc, 1);
 }
 
-/* The half-list loop of atom i. With a single species the coefficients c1
- * are loop constants, which the compiler keeps in registers; with 5-bit
- * entries (!wide: large cells) the image is a plain table lookup. */
-LJ_SPECIALISED void lj_atom_list(int32_t i, int single, int virial, int wide, const double *w, double *f,
-                                const mdf_atom_info *atoms, const uint32_t *nb, int32_t n,
-                                const mdf_nl_shifts *t, const mdf_lj_params *p, const mdf_lj_coef *c1,
+/* The half-list loop of atom i of a whole system, for several species or
+ * small cells (as lj_atom_slice); with 5-bit entries (!wide: large cells)
+ * the image is a plain table lookup. */
+LJ_SPECIALISED void lj_atom_list(int32_t i, int wide, const double *w, double *f, const mdf_atom_info *atoms,
+                                const uint32_t *nb, int32_t n, const mdf_nl_shifts *t, const mdf_lj_params *p,
                                 lj_acc *acc)
 {
     const double xi[3] = {w[3 * i], w[3 * i + 1], w[3 * i + 2]};
-    int ti = single ? 0 : p->type_of_z[atoms[i].z];
-    const mdf_lj_coef cs = *c1;
+    const int ti = p->type_of_z[atoms[i].z];
     lj_row r = {0};
     for (int32_t k = 0; k < n; k++) {
         double sh[3];
         int32_t j = wide ? mdf_nl_shifts_get(t, nb[k], sh) : mdf_nl_shifts_get5(t, nb[k], sh);
         double d[3] = {w[3 * j] + sh[0] - xi[0], w[3 * j + 1] + sh[1] - xi[1], w[3 * j + 2] + sh[2] - xi[2]};
-        mdf_lj_coef c = single ? cs : mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
-        lj_add_pair(&c, d, f + 3 * j, &r, virial);
+        const mdf_lj_coef c = mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
+        lj_add_pair(&c, d, f + 3 * j, &r, 1);
     }
-    lj_row_add_to(&r, f + 3 * i, acc, virial);
+    lj_row_add_to(&r, f + 3 * i, acc, 1);
 }
 
 /* Per-task room for one row's pairs, in three passes (lj_atom_staged). */
@@ -176,6 +172,8 @@ static int lj_stage_alloc(lj_stage *st, int32_t slots)
     if (!d || !st->j) {
         free(d);
         free(st->j);
+        st->dx = NULL;
+        st->j = NULL;
         return -1;
     }
     st->dx = d, st->dy = d + n, st->dz = d + 2 * n, st->fp = d + 3 * n, st->wt = d + 4 * n;
@@ -298,35 +296,27 @@ MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const dou
         if (l->n_up[li] + l->n_down[li] > M)
             lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, slice ? c->atom_begin : s->atom_start,
                                slice ? c->atom_end : s->atom_start + s->natoms);
-        /* One species, large cells: the three-pass row (the common case). */
-        else if (slice && single && !shift.q && !virial)
+        /* One species, large cells: the three-pass row (the common case).
+         * Constant flags: the compiler specialises each call. */
+        else if (single && !shift.q && slice && !virial)
             lj_atom_staged(i, c->atom_begin, c->atom_end, 1, 0, x, v->offset, f, nb, l->n_up[li], l->n_down[li],
                            M, &shift, &c1, stage, &acc);
-        else if (slice && single && !shift.q)
+        else if (single && !shift.q && slice)
             lj_atom_staged(i, c->atom_begin, c->atom_end, 1, 1, x, v->offset, f, nb, l->n_up[li], l->n_down[li],
                            M, &shift, &c1, stage, &acc);
-        else if (!slice && single && !shift.q && !virial)
+        else if (single && !shift.q && !virial)
             lj_atom_staged(i, 0, 0, 0, 0, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, &acc);
-        else if (!slice && single && !shift.q)
+        else if (single && !shift.q)
             lj_atom_staged(i, 0, 0, 0, 1, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, &acc);
+        /* Several species, or small cells (wide entries). */
         else if (slice && shift.q)
-            lj_atom_slice(i, c->atom_begin, c->atom_end, 0, 1, 1, x, v->offset, f, atoms, nb, l->n_up[li],
-                          l->n_down[li], M, &shift, p, &c1, &acc);
-        else if (slice && single && !virial)
-            lj_atom_slice(i, c->atom_begin, c->atom_end, 1, 0, 0, x, v->offset, f, atoms, nb, l->n_up[li],
-                          l->n_down[li], M, &shift, p, &c1, &acc);
-        else if (slice && single)
-            lj_atom_slice(i, c->atom_begin, c->atom_end, 1, 1, 0, x, v->offset, f, atoms, nb, l->n_up[li],
-                          l->n_down[li], M, &shift, p, &c1, &acc);
+            lj_atom_slice(i, c->atom_begin, c->atom_end, 1, x, v->offset, f, atoms, nb, l->n_up[li], l->n_down[li],
+                          M, &shift, p, &acc);
         else if (slice)
-            lj_atom_slice(i, c->atom_begin, c->atom_end, 0, 1, 0, x, v->offset, f, atoms, nb, l->n_up[li],
-                          l->n_down[li], M, &shift, p, &c1, &acc);
-        /* Constant flags: the compiler specialises each call. Wide entries
-         * (small cells) take the general loop. */
-        else if (shift.q) lj_atom_list(i, 0, 1, 1, w, f, atoms, nb, l->n_up[li], &shift, p, &c1, &acc);
-        else if (single && !virial) lj_atom_list(i, 1, 0, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &c1, &acc);
-        else if (single) lj_atom_list(i, 1, 1, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &c1, &acc);
-        else lj_atom_list(i, 0, 1, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &c1, &acc);
+            lj_atom_slice(i, c->atom_begin, c->atom_end, 0, x, v->offset, f, atoms, nb, l->n_up[li], l->n_down[li],
+                          M, &shift, p, &acc);
+        else if (shift.q) lj_atom_list(i, 1, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
+        else lj_atom_list(i, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
     }
     r->energy += acc.e;
     if (virial)
@@ -366,11 +356,10 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         if (sys[s].natoms <= MDF_LJ_DENSE_MAX_ATOMS && sys[s].natoms > dense_atoms) dense_atoms = sys[s].natoms;
     double *scratch = dense_atoms ? malloc(sizeof(double) * mdf_lj_dense_scratch_doubles(dense_atoms, p)) : NULL;
     lj_stage stage;
-    if (lj_stage_alloc(&stage, l.head->slots) != 0) stage.dx = NULL;
-    if (!w || (dense_atoms && !scratch) || !stage.dx) {
+    if (lj_stage_alloc(&stage, l.head->slots) != 0 || !w || (dense_atoms && !scratch)) {
         free(w);
         free(scratch);
-        if (stage.dx) lj_stage_free(&stage);
+        lj_stage_free(&stage); /* a failed allocation left both NULL */
         mdf_lj_cpu_flag_failure(res, c);
         return;
     }

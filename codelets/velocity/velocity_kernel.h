@@ -54,28 +54,21 @@ MDF_HD uint64_t mdf_velocity_key(uint64_t seed, int64_t id)
     return seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)id;
 }
 
-/* Three uniform numbers in (-1/2, 1/2] for atom a, from the same counters
- * and stream words as the normals (a run draws one or the other). */
-MDF_HD void mdf_velocity_uniform3(uint64_t key, int64_t a, double u[3])
-{
-    for (uint32_t stream = 0; stream < 2; stream++) {
-        mdf_philox_out r = mdf_philox4x32((uint32_t)a, (uint32_t)((uint64_t)a >> 32), stream, 0x6d64666cu,
-                                          (uint32_t)key, (uint32_t)(key >> 32));
-        u[2 * stream] = mdf_u01(r.v[0], r.v[1]) - 0.5;
-        if (stream == 0) u[1] = mdf_u01(r.v[2], r.v[3]) - 0.5;
-    }
-}
-
 /* Velocity of atom a (its input index within its system): normals drawn
  * for components (0,1) and (2, unused), or uniforms of the same variance
  * (dist = MDF_VELOCITY_UNIFORM, 1). */
 MDF_HD void mdf_velocity_draw(uint64_t key, int64_t a, double sd, int32_t dist, double v[3])
 {
     if (dist == 1) {
-        double u[3];
-        mdf_velocity_uniform3(key, a, u);
+        /* From the same counters and stream words as the normals (a run
+         * draws one or the other), shifted to (-1/2, 1/2]. */
+        double u01[2], u2[2];
+        mdf_uniform2(key, (uint64_t)a, 0u, u01);
+        mdf_uniform2(key, (uint64_t)a, 1u, u2);
         const double width = sd * 3.4641016151377544; /* sqrt(12): the variance of U(-1/2, 1/2] is 1/12 */
-        for (int k = 0; k < 3; k++) v[k] = width * u[k];
+        v[0] = width * (u01[0] - 0.5);
+        v[1] = width * (u01[1] - 0.5);
+        v[2] = width * (u2[0] - 0.5);
         return;
     }
     double g01[2], g2[2];
