@@ -49,6 +49,69 @@ typedef struct nl_case {
     int drop_cell; /* place atoms in the cell, then bin as a cell-less cluster */
 } nl_case;
 
+/* The CPU build codelet's lists of atoms [a0, a1) with sweep simd against
+ * the kernel's (list: mdf_nl_build_atom's rows of every atom). */
+static void check_codelet_lists(const nl_case *c, const mdf_frame *fr, const mdf_sys_info *sip,
+                                const mdf_nl_bins_view *vp, void *blob, const uint32_t *list, int32_t slots,
+                                int32_t simd, int32_t a0, int32_t a1)
+{
+    mdf_frame f = *fr;
+    mdf_sys_info si = *sip;
+    mdf_nl_bins_view v = *vp;
+    size_t lbytes = mdf_nl_list_bytes(a1 - a0, slots);
+    void *lblob = calloc(1, lbytes);
+    mdf_nl_list_head *lh = (mdf_nl_list_head *)lblob;
+    lh->natoms = a1 - a0;
+    lh->atom_begin = a0;
+    lh->slots = slots;
+    v.grid[0].rebuilt = 1;
+    struct starpu_vector_interface ifaces[5];
+    memset(ifaces, 0, sizeof ifaces);
+    ifaces[0].ptr = (uintptr_t)f.positions;
+    ifaces[2].ptr = (uintptr_t)&si;
+    ifaces[3].ptr = (uintptr_t)blob;
+    ifaces[4].ptr = (uintptr_t)lblob;
+    void *buffers[5] = {&ifaces[0], &ifaces[1], &ifaces[2], &ifaces[3], &ifaces[4]};
+    mdf_nl_build_args args = {.work = 0, .r_list2 = c->r_list * c->r_list, .simd = simd,
+                              .chunk = {.atom_begin = a0, .atom_end = a1, .sys_begin = 0, .sys_end = 1,
+                                        .touch_begin = 0, .touch_end = si.natoms}};
+    mdf_nl_build_cpu(buffers, &args);
+    mdf_nl_list_view lv = mdf_nl_list_map(lblob);
+    int32_t overflowed = 0;
+    for (int32_t i = a0; i < a1; i++) {
+        const int32_t li = i - a0;
+        const uint32_t *a = list + (size_t)i * (size_t)slots, *b = lv.slots + (size_t)li * (size_t)slots;
+        int32_t up = lv.n_up[li], down = lv.n_down[li];
+        int32_t wup = 0, wdown = 0;
+        uint32_t *tmp = calloc((size_t)slots, sizeof *tmp);
+        mdf_nl_build_atom(i, f.positions, v.offset, &si, &v.grid[0], v.cell_start, v.sorted, v.cell_of,
+                          c->r_list * c->r_list, slots, tmp, &wup, &wdown);
+        if (up != wup || down != wdown)
+            fail_msg("%s (sweep %d): codelet gives atom %d %d+%d neighbours, kernel %d+%d", c->name, simd, i, up, down,
+                     wup, wdown);
+        overflowed += up + down > slots;
+        if (up + down > slots) {
+            free(tmp);
+            continue;
+        }
+        for (int32_t k = 0; k < up + down; k++) {
+            uint32_t e = k < up ? b[k] : b[slots - 1 - (k - up)];
+            int found = 0;
+            for (int32_t q = 0; q < up + down && !found; q++) found = (q < up ? a[q] : a[slots - 1 - (q - up)]) == e;
+            if (!found) fail_msg("%s: codelet entry %u of atom %d not in the kernel's list", c->name, e, i);
+            /* Entry for entry in the kernel's order (the GPU's lists): the
+             * order of a row is the order its forces are summed in. */
+            uint32_t want = k < up ? tmp[k] : tmp[slots - 1 - (k - up)];
+            if (e != want)
+                fail_msg("%s (sweep %d): atom %d's entry %d is %u from the codelet, %u from the kernel", c->name, simd, i,
+                         k, e, want);
+        }
+        free(tmp);
+    }
+    assert_int_equal(lh->overflowed, overflowed);
+    free(lblob);
+}
+
 /* Builds lists for every atom with `slots` slots and checks: each atom's
  * neighbour set equals the brute-force one (for atoms that fit), counts are
  * right for all atoms, each stored image gives the brute-force distance. */
@@ -124,47 +187,17 @@ static void check_case(const nl_case *c, int32_t slots, uint64_t seed)
         free(want_d);
         free(want_n);
     }
-    /* The CPU codelet (cell-by-cell sweep) must find the same sets. */
-    size_t lbytes = mdf_nl_list_bytes(si.natoms, slots);
-    void *lblob = calloc(1, lbytes);
-    mdf_nl_list_head *lh = (mdf_nl_list_head *)lblob;
-    lh->natoms = si.natoms;
-    lh->slots = slots;
-    v.grid[0].rebuilt = 1;
-    struct starpu_vector_interface ifaces[5];
-    memset(ifaces, 0, sizeof ifaces);
-    ifaces[0].ptr = (uintptr_t)f.positions;
-    ifaces[2].ptr = (uintptr_t)&si;
-    ifaces[3].ptr = (uintptr_t)blob;
-    ifaces[4].ptr = (uintptr_t)lblob;
-    void *buffers[5] = {&ifaces[0], &ifaces[1], &ifaces[2], &ifaces[3], &ifaces[4]};
-    mdf_nl_build_args args = {.work = 0, .r_list2 = c->r_list * c->r_list,
-                              .chunk = {.atom_begin = 0, .atom_end = si.natoms, .sys_begin = 0, .sys_end = 1,
-                                        .touch_begin = 0, .touch_end = si.natoms}};
-    mdf_nl_build_cpu(buffers, &args);
-    mdf_nl_list_view lv = mdf_nl_list_map(lblob);
-    int32_t overflowed = 0;
-    for (int32_t i = 0; i < si.natoms; i++) {
-        const uint32_t *a = list + (size_t)i * (size_t)slots, *b = lv.slots + (size_t)i * (size_t)slots;
-        int32_t up = lv.n_up[i], down = lv.n_down[i];
-        int32_t wup = 0, wdown = 0;
-        uint32_t *tmp = calloc((size_t)slots, sizeof *tmp);
-        mdf_nl_build_atom(i, f.positions, v.offset, &si, &v.grid[0], v.cell_start, v.sorted, v.cell_of,
-                          c->r_list * c->r_list, slots, tmp, &wup, &wdown);
-        free(tmp);
-        if (up != wup || down != wdown)
-            fail_msg("%s: codelet gives atom %d %d+%d neighbours, kernel %d+%d", c->name, i, up, down, wup, wdown);
-        overflowed += up + down > slots;
-        if (up + down > slots) continue;
-        for (int32_t k = 0; k < up + down; k++) {
-            uint32_t e = k < up ? b[k] : b[slots - 1 - (k - up)];
-            int found = 0;
-            for (int32_t q = 0; q < up + down && !found; q++) found = (q < up ? a[q] : a[slots - 1 - (q - up)]) == e;
-            if (!found) fail_msg("%s: codelet entry %u of atom %d not in the kernel's list", c->name, e, i);
+    /* The CPU codelet (cell-by-cell sweep) must find the same lists, with
+     * each sweep this CPU runs, for the whole system and for a slice. */
+    for (int32_t simd = MDF_NL_SIMD_GENERIC; simd <= MDF_NL_SIMD_AVX512; simd++)
+        for (int part = 0; part < 2; part++) {
+            if (!mdf_nl_simd_supported(simd)) {
+                print_message("%s: this CPU lacks list sweep %d, not tested\n", c->name, simd);
+                continue;
+            }
+            int32_t a0 = part ? si.natoms / 3 : 0, a1 = part ? 2 * si.natoms / 3 : si.natoms;
+            check_codelet_lists(c, &f, &si, &v, blob, list, slots, simd, a0, a1);
         }
-    }
-    assert_int_equal(lh->overflowed, overflowed);
-    free(lblob);
     free(list);
     free(blob);
     mdf_frame_free(&f);

@@ -54,7 +54,17 @@ typedef struct mdf_nl_build_args {
      * reads its list (the chunk's atoms plus neighbour pairs, and the pairs
      * of its all-pairs systems), before that task is placed; NULL: none. */
     int64_t *model_work;
+    int32_t simd;          /* CPU only: MDF_NL_SIMD_*, the distance sweep's
+                            * instructions (0: the best this CPU runs) */
 } mdf_nl_build_args;
+
+/* mdf_nl_build_args.simd. The sweeps give the same lists entry for entry;
+ * tests ask for each (one this CPU lacks falls back to generic). */
+#define MDF_NL_SIMD_AUTO 0
+#define MDF_NL_SIMD_GENERIC 1
+#define MDF_NL_SIMD_AVX512 2
+/* Whether this CPU and build run the sweep `simd` itself. */
+int mdf_nl_simd_supported(int32_t simd);
 
 /* Binning and the lists of a shard's only chunk, as one task: saves a
  * task and a dependency hop per step for shards of small systems. */

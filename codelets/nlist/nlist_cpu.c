@@ -5,6 +5,35 @@
 #include <starpu.h>
 #include "nlist_codelet.h"
 
+/* The AVX-512 sweep (sweep_put_avx512): GCC or Clang on x86-64, compiled
+ * for AVX-512 by a target attribute whatever the build's flags, run only
+ * where the CPU has it. */
+#if !defined(__CUDACC__) && defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define NL_X86 1
+#else
+#define NL_X86 0
+#endif
+
+int mdf_nl_simd_supported(int32_t simd)
+{
+    switch (simd) {
+    case MDF_NL_SIMD_GENERIC: return 1;
+#if NL_X86
+    case MDF_NL_SIMD_AVX512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#endif
+    default: return 0;
+    }
+}
+
+/* The sweep a build runs for args.simd: the best this CPU has for auto,
+ * generic for one it lacks. */
+static int32_t nl_simd_for(int32_t want)
+{
+    if (want == MDF_NL_SIMD_AUTO) want = MDF_NL_SIMD_AVX512;
+    return mdf_nl_simd_supported(want) ? want : MDF_NL_SIMD_GENERIC;
+}
+
 /* Fractional range of the system's atoms along each direction: [0,1) along
  * periodic ones, the atoms' extent along open ones. */
 static void bin_bounds(const double *pos, const mdf_sys_info *s, mdf_nl_grid *g)
@@ -186,9 +215,22 @@ typedef struct candidates {
     uint8_t *up_self;  /* n's first non-zero component is positive (i's own images: "up") */
     int32_t *hit;      /* candidates within r_list of the current atom */
     uint8_t *within;   /* per candidate: whether it is one of them */
+    uint32_t *up_run, *down_run; /* the AVX-512 sweep's entries j > i and j < i */
+    /* The system's wrapped positions in cell order (v->sorted's, from
+     * row0), each cell's rows filled when a neighbourhood first takes it
+     * (done[] at the cell's first row): an atom is wrapped once per task,
+     * not once for each of the 27 neighbourhoods that hold it, and a
+     * neighbourhood copies contiguous rows. */
+    int32_t row0, rows_cap;
+    double *rx, *ry, *rz;
+    uint8_t *done;
 } candidates;
 
-static void candidates_free(candidates *c)
+/* Candidates are padded to a multiple of NL_PAD (the AVX-512 sweep's
+ * lanes) with ones beyond any list radius. */
+#define NL_PAD 8
+
+static void candidate_arrays_free(candidates *c)
 {
     free(c->x);
     free(c->y);
@@ -199,14 +241,33 @@ static void candidates_free(candidates *c)
     free(c->up_self);
     free(c->hit);
     free(c->within);
+    free(c->up_run);
+    free(c->down_run);
+    c->x = c->y = c->z = NULL;
+    c->entry = c->up_run = c->down_run = NULL;
+    c->j = c->self0 = c->hit = NULL;
+    c->up_self = c->within = NULL;
+    c->cap = 0;
+}
+
+static void candidates_free(candidates *c)
+{
+    candidate_arrays_free(c);
+    free(c->rx);
+    free(c->ry);
+    free(c->rz);
+    free(c->done);
     memset(c, 0, sizeof *c);
 }
 
 static int candidates_reserve(candidates *c, int64_t cap)
 {
     if (cap <= c->cap) return 1;
-    candidates_free(c);
-    if (cap > INT32_MAX) return 0;
+    candidate_arrays_free(c);
+    if (cap > INT32_MAX - NL_PAD) return 0;
+    cap += NL_PAD; /* a vector's worth past the last candidate */
+    c->up_run = malloc(sizeof(uint32_t) * (size_t)cap);
+    c->down_run = malloc(sizeof(uint32_t) * (size_t)cap);
     c->hit = malloc(sizeof(int32_t) * (size_t)cap);
     c->x = malloc(sizeof(double) * (size_t)cap);
     c->y = malloc(sizeof(double) * (size_t)cap);
@@ -216,8 +277,48 @@ static int candidates_reserve(candidates *c, int64_t cap)
     c->self0 = malloc(sizeof(int32_t) * (size_t)cap);
     c->up_self = malloc((size_t)cap);
     c->within = malloc((size_t)cap);
-    c->cap = (int32_t)cap;
-    return c->x && c->y && c->z && c->entry && c->j && c->self0 && c->up_self && c->hit && c->within;
+    c->cap = (int32_t)cap - NL_PAD;
+    return c->x && c->y && c->z && c->entry && c->j && c->self0 && c->up_self && c->hit && c->within &&
+           c->up_run && c->down_run;
+}
+
+/* Room for the cell-ordered rows of a system of natoms atoms whose sorted
+ * entries start at row0, none filled yet. The pages of cells a task never
+ * reaches are never touched: a slice of a large system pays for its own
+ * neighbourhood only. */
+static int cell_rows_reset(candidates *c, int32_t row0, int32_t natoms)
+{
+    if (natoms > c->rows_cap) {
+        free(c->rx);
+        free(c->ry);
+        free(c->rz);
+        free(c->done);
+        c->rx = malloc(sizeof(double) * (size_t)natoms);
+        c->ry = malloc(sizeof(double) * (size_t)natoms);
+        c->rz = malloc(sizeof(double) * (size_t)natoms);
+        c->done = calloc((size_t)natoms, 1);
+        c->rows_cap = c->rx && c->ry && c->rz && c->done ? natoms : 0;
+        if (!c->rows_cap) return 0;
+    } else {
+        memset(c->done, 0, (size_t)natoms);
+    }
+    c->row0 = row0;
+    return 1;
+}
+
+/* The rows of the cell at sorted entries [p0, p1), filled on first use. */
+static void cell_rows_fill(candidates *c, const mdf_nl_bins_view *v, const double *pos, int32_t p0, int32_t p1)
+{
+    uint8_t *done = c->done + (p0 - c->row0);
+    if (*done) return;
+    for (int32_t p = p0; p < p1; p++) {
+        const int32_t j = v->sorted[p];
+        const size_t q = (size_t)(p - c->row0);
+        c->rx[q] = pos[3 * j] + v->offset[3 * j];
+        c->ry[q] = pos[3 * j + 1] + v->offset[3 * j + 1];
+        c->rz[q] = pos[3 * j + 2] + v->offset[3 * j + 2];
+    }
+    *done = 1;
 }
 
 /* Small cells gather at most this many candidates (about 180 MB); beyond,
@@ -234,6 +335,38 @@ static int64_t candidates_needed(const mdf_nl_grid *g, int32_t natoms)
     return n;
 }
 
+/* The candidates of one walked cell, sorted entries [p0, p1), through the
+ * one translation n its direction counts allow (large cells, open
+ * directions): copies of the cell's rows plus n's shift, the same sums as
+ * mdf_nl_pairs's (x + o) + shift, in loops the compiler vectorises. */
+static void gather_cell(candidates *c, const mdf_nl_grid *g, const mdf_nl_bins_view *v, const double *pos,
+                        int32_t p0, int32_t p1, const int32_t n[3])
+{
+    cell_rows_fill(c, v, pos, p0, p1);
+    double sh[3];
+    mdf_nl_shift_of(n, g->basis, sh);
+    const uint32_t code = mdf_nl_entry_make(g, g->entry_base, n); /* j = entry_base: the image bits alone */
+    const int32_t base = g->entry_base, bits = g->image_bits, at = c->n, count = p1 - p0;
+    const int self = !(n[0] | n[1] | n[2]);
+    const uint8_t up = (uint8_t)mdf_nl_pair_is_up(0, 0, n);
+    const double *restrict rx = c->rx + (p0 - c->row0), *restrict ry = c->ry + (p0 - c->row0),
+                           *restrict rz = c->rz + (p0 - c->row0);
+    const int32_t *restrict sorted = v->sorted + p0;
+    double *restrict x = c->x + at, *restrict y = c->y + at, *restrict z = c->z + at;
+    uint32_t *restrict entry = c->entry + at;
+    int32_t *restrict jj = c->j + at, *restrict self0 = c->self0 + at;
+    for (int32_t k = 0; k < count; k++) {
+        x[k] = rx[k] + sh[0];
+        y[k] = ry[k] + sh[1];
+        z[k] = rz[k] + sh[2];
+        jj[k] = sorted[k];
+        entry[k] = ((uint32_t)(sorted[k] - base) << bits) | code;
+        self0[k] = self ? sorted[k] : -1;
+    }
+    memset(c->up_self + at, up, (size_t)count);
+    c->n += count;
+}
+
 static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const mdf_nl_bins_view *v,
                    const double *pos, int32_t cell)
 {
@@ -243,6 +376,10 @@ static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const
     while (mdf_nl_walk_next_cell(&w, g, cs)) {
         int32_t lo[3], hi[3], n[3];
         mdf_nl_image_range(g, &w, lo, hi);
+        if (lo[0] == hi[0] && lo[1] == hi[1] && lo[2] == hi[2]) {
+            gather_cell(c, g, v, pos, w.pos, w.end, lo);
+            continue;
+        }
         for (int32_t p = w.pos; p < w.end; p++) {
             int32_t j = v->sorted[p];
             double xj[3];
@@ -262,6 +399,14 @@ static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const
                         c->n++;
                     }
         }
+    }
+    /* Lanes past the last candidate: (DBL_MAX - x)^2 is infinite (or NaN
+     * for a non-finite x), never within r_list. */
+    for (int32_t k = c->n; k % NL_PAD; k++) {
+        c->x[k] = c->y[k] = c->z[k] = DBL_MAX;
+        c->j[k] = c->self0[k] = -1;
+        c->entry[k] = 0;
+        c->up_self[k] = 0;
     }
 }
 
@@ -291,12 +436,91 @@ MDF_CPU_CLONES static int32_t sweep_candidates(const candidates *c, int32_t i, d
     return hits;
 }
 
+/* mdf_nl_slot_put for each of atom i's hits, in order, without a branch
+ * on which end an entry goes to: j > i is a coin toss, and a branch on it
+ * mispredicted about every other hit. */
+static void put_hits(const candidates *c, int32_t i, int32_t hits, int32_t M, uint32_t *restrict slots,
+                     int32_t *n_up, int32_t *n_down)
+{
+    const int32_t *restrict hit = c->hit, *restrict cj = c->j;
+    const uint32_t *restrict entry = c->entry;
+    const uint8_t *restrict up_self = c->up_self;
+    int32_t up = 0, down = 0;
+    for (int32_t h = 0; h < hits; h++) {
+        const int32_t k = hit[h], j = cj[k];
+        const int32_t is_up = (j > i) | ((j == i) & up_self[k]), take = -is_up;
+        const int32_t slot = (up & take) | ((M - 1 - down) & ~take);
+        if (up + down < M) slots[slot] = entry[k];
+        up += is_up;
+        down += 1 - is_up;
+    }
+    *n_up = up;
+    *n_down = down;
+}
+
+#if NL_X86
+/* sweep_candidates and put_hits in one pass, eight candidates at a time:
+ * the within test rounded as the generic loop rounds it (three products,
+ * then the sums left to right, no fused multiply-add), then each lane's
+ * entry compressed into the up or the down run by mask, in candidate
+ * order. No per-candidate compaction and no per-hit loop: together two
+ * thirds of a build's time. A row with more neighbours than slots
+ * (overflowed, read by no model) takes the generic path, which writes
+ * its first M entries as it always did. */
+__attribute__((target("avx512f,avx512vl,popcnt"))) static void
+sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi, double r_list2, int32_t M,
+                 uint32_t *slots, int32_t *n_up, int32_t *n_down)
+{
+    const __m512d vx = _mm512_set1_pd(xi), vy = _mm512_set1_pd(yi), vz = _mm512_set1_pd(zi),
+                  r2 = _mm512_set1_pd(r_list2);
+    const __m256i vi = _mm256_set1_epi32(i);
+    const double *restrict x = c->x, *restrict y = c->y, *restrict z = c->z;
+    const int32_t *restrict self0 = c->self0, *restrict cj = c->j;
+    const uint32_t *restrict entry = c->entry;
+    const uint8_t *restrict up_self = c->up_self;
+    uint32_t *restrict up_run = c->up_run, *restrict down_run = c->down_run;
+    const int32_t n = c->n;
+    int32_t up = 0, down = 0;
+    /* No branch on an empty group of eight: a quarter of them are, at
+     * random, and the branch cost more than the group. */
+    for (int32_t k = 0; k < n; k += NL_PAD) {
+        const __m512d dx = _mm512_sub_pd(_mm512_loadu_pd(x + k), vx);
+        const __m512d dy = _mm512_sub_pd(_mm512_loadu_pd(y + k), vy);
+        const __m512d dz = _mm512_sub_pd(_mm512_loadu_pd(z + k), vz);
+        const __m512d d2 =
+            _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)), _mm512_mul_pd(dz, dz));
+        const __mmask8 in = _mm512_cmp_pd_mask(d2, r2, _CMP_LT_OQ) &
+                            _mm256_cmpneq_epi32_mask(_mm256_loadu_si256((const __m256i *)(self0 + k)), vi);
+        const __m256i j = _mm256_loadu_si256((const __m256i *)(cj + k));
+        __mmask8 is_up = _mm256_cmpgt_epi32_mask(j, vi);
+        const __mmask8 own = _mm256_cmpeq_epi32_mask(j, vi) & in; /* i's own images (small cells) */
+        for (int t = 0; own && t < NL_PAD; t++)
+            if ((own >> t) & 1 && up_self[k + t]) is_up |= (__mmask8)(1u << t);
+        const __m256i e = _mm256_loadu_si256((const __m256i *)(entry + k));
+        const __mmask8 u = in & is_up, d = in & (__mmask8)~is_up;
+        _mm256_storeu_si256((__m256i *)(up_run + up), _mm256_maskz_compress_epi32(u, e));
+        _mm256_storeu_si256((__m256i *)(down_run + down), _mm256_maskz_compress_epi32(d, e));
+        up += __builtin_popcount(u);
+        down += __builtin_popcount(d);
+    }
+    if (up + down > M) {
+        put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, slots, n_up, n_down);
+        return;
+    }
+    memcpy(slots, up_run, sizeof *slots * (size_t)up);
+    for (int32_t t = 0; t < down; t++) slots[M - 1 - t] = down_run[t];
+    *n_up = up;
+    *n_down = down;
+}
+#endif
+
 /* Lists of atoms [i0, i1) of system s, cell by cell: each neighbourhood is
  * gathered once and swept for every atom of the cell. */
 static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_t i1, const double *pos,
                            const mdf_nl_bins_view *v, double r_list2, mdf_nl_list_view *l, int32_t atom_begin,
-                           candidates *c)
+                           candidates *c, int32_t simd)
 {
+    (void)simd; /* without x86 intrinsics: generic only */
     const mdf_nl_grid *g = &v->grid[s];
     const int32_t *cs = v->cell_start + si->atom_start + s;
     int32_t ncells = g->n[0] * g->n[1] * g->n[2], M = l->head->slots;
@@ -310,15 +534,15 @@ static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_
             if (i < i0 || i >= i1) continue;
             double xi = pos[3 * i] + v->offset[3 * i], yi = pos[3 * i + 1] + v->offset[3 * i + 1],
                    zi = pos[3 * i + 2] + v->offset[3 * i + 2];
-            int32_t li = i - atom_begin, up = 0, down = 0;
+            const int32_t li = i - atom_begin;
             uint32_t *slots = l->slots + (size_t)li * (size_t)M;
-            int32_t hits = sweep_candidates(c, i, xi, yi, zi, r_list2);
-            for (int32_t h = 0; h < hits; h++) {
-                const int32_t k = c->hit[h], j = c->j[k];
-                mdf_nl_slot_put(slots, M, c->entry[k], j > i || (j == i && c->up_self[k]), &up, &down);
+#if NL_X86
+            if (simd == MDF_NL_SIMD_AVX512) {
+                sweep_put_avx512(c, i, xi, yi, zi, r_list2, M, slots, &l->n_up[li], &l->n_down[li]);
+                continue;
             }
-            l->n_up[li] = up;
-            l->n_down[li] = down;
+#endif
+            put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, slots, &l->n_up[li], &l->n_down[li]);
         }
     }
 }
@@ -343,6 +567,7 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
     const mdf_chunk *c = &args->chunk;
     int32_t M = l.head->slots;
     int any = 0;
+    const int32_t simd = nl_simd_for(args->simd);
     candidates cand = {0};
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         if (!v.grid[s].rebuilt) continue;
@@ -356,8 +581,8 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
          * translations small cells try. */
         const int64_t need = candidates_needed(&v.grid[s], si->natoms);
         if (!v.grid[s].lists_off && (need <= si->natoms || need <= MDF_NL_GATHER_MAX) &&
-            candidates_reserve(&cand, need)) {
-            build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand);
+            candidates_reserve(&cand, need) && cell_rows_reset(&cand, si->atom_start, si->natoms)) {
+            build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand, simd);
             continue;
         }
         /* No room for the candidates, or no lists (every atom walks its
