@@ -114,10 +114,58 @@ typedef struct sort_key {
     int64_t atom;
 } sort_key;
 
-static int compare_keys(const void *pa, const void *pb)
+/* A double's bits as an unsigned integer of the same order (negative values
+ * flipped whole, positive ones with the sign bit set). */
+static uint64_t ordered_bits(double x)
 {
-    double a = ((const sort_key *)pa)->s, b = ((const sort_key *)pb)->s;
-    return (a > b) - (a < b);
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u >> 63 ? ~u : u | ((uint64_t)1 << 63);
+}
+
+/* order[0..n) = the indices of keys by ascending s, ties in index order: a
+ * radix sort, eight passes of a byte (a pass whose byte is the same in
+ * every key is skipped). qsort of the 40-byte keys took 0.3 s for a
+ * million atoms. Returns 0 without memory. */
+static int order_keys(const sort_key *keys, int64_t n, int64_t *order)
+{
+    uint64_t *code = malloc(sizeof *code * (size_t)(2 * (n > 0 ? n : 1)));
+    int64_t *spare = malloc(sizeof *spare * (size_t)(n > 0 ? n : 1));
+    if (!code || !spare) {
+        free(code);
+        free(spare);
+        return 0;
+    }
+    uint64_t *code2 = code + n;
+    for (int64_t k = 0; k < n; k++) {
+        code[k] = ordered_bits(keys[k].s);
+        order[k] = k;
+    }
+    int64_t *src = order, *dst = spare;
+    uint64_t *csrc = code, *cdst = code2;
+    for (int shift = 0; shift < 64; shift += 8) {
+        int64_t count[257] = {0};
+        for (int64_t k = 0; k < n; k++) count[((csrc[k] >> shift) & 0xff) + 1]++;
+        int single = 0;
+        for (int b = 1; b <= 256; b++) single |= count[b] == n;
+        if (single) continue;
+        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+        for (int64_t k = 0; k < n; k++) {
+            int64_t at = count[(csrc[k] >> shift) & 0xff]++;
+            dst[at] = src[k];
+            cdst[at] = csrc[k];
+        }
+        int64_t *t = src;
+        src = dst;
+        dst = t;
+        uint64_t *ct = csrc;
+        csrc = cdst;
+        cdst = ct;
+    }
+    if (src != order) memcpy(order, src, sizeof *order * (size_t)n);
+    free(code);
+    free(spare);
+    return 1;
 }
 
 /* A direction no lattice plane contains, so that atoms of a crystal project
@@ -170,20 +218,29 @@ static int find_overlap(const mdf_frame *f, const mdf_sys_info *s, int64_t *ia, 
         return 0;
     }
     for (int64_t a = 0; a < n; a++) add_atom_keys(f, s, a, keys, &nk);
-    qsort(keys, (size_t)nk, sizeof *keys, compare_keys);
+    int64_t *order = malloc(sizeof *order * (size_t)(nk > 0 ? nk : 1));
+    if (!order || !order_keys(keys, nk, order)) {
+        free(order);
+        free(keys);
+        *failed = 1;
+        mdf_error_set(err, MDF_ERR_NOMEM, "no memory to check %lld atoms for overlaps", (long long)n);
+        return 0;
+    }
     const double tol2 = MDF_OVERLAP_TOLERANCE * MDF_OVERLAP_TOLERANCE;
     int found = 0;
     for (int64_t x = 0; x < nk && !found; x++)
-        for (int64_t y = x + 1; y < nk && keys[y].s - keys[x].s <= MDF_OVERLAP_TOLERANCE; y++) {
+        for (int64_t y = x + 1; y < nk && keys[order[y]].s - keys[order[x]].s <= MDF_OVERLAP_TOLERANCE; y++) {
+            const sort_key *kx = &keys[order[x]], *ky = &keys[order[y]];
             double d2 = 0.0;
-            for (int k = 0; k < 3; k++) d2 += (keys[y].w[k] - keys[x].w[k]) * (keys[y].w[k] - keys[x].w[k]);
-            if (d2 < tol2 && keys[x].atom != keys[y].atom) {
-                *ia = keys[x].atom < keys[y].atom ? keys[x].atom : keys[y].atom;
-                *ib = keys[x].atom < keys[y].atom ? keys[y].atom : keys[x].atom;
+            for (int k = 0; k < 3; k++) d2 += (ky->w[k] - kx->w[k]) * (ky->w[k] - kx->w[k]);
+            if (d2 < tol2 && kx->atom != ky->atom) {
+                *ia = kx->atom < ky->atom ? kx->atom : ky->atom;
+                *ib = kx->atom < ky->atom ? ky->atom : kx->atom;
                 found = 1;
                 break;
             }
         }
+    free(order);
     free(keys);
     return found;
 }

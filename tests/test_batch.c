@@ -143,6 +143,53 @@ static void test_bad_input(void **state)
     free_frames(f, 2);
 }
 
+/* A periodic cube of 22^3 atoms 2 Å apart, jittered, stored in a scrambled
+ * order, from -22 Å on: negative and positive coordinates. */
+static mdf_frame large_grid(void)
+{
+    const int side = 22;
+    const double a = 2.0, L = side * a;
+    mdf_frame f;
+    TU_CALL(mdf_frame_alloc, &f, (int64_t)side * side * side, 0, 0, 0);
+    uint64_t seed = 20261128;
+    for (int64_t k = 0; k < f.natoms; k++) {
+        /* a stride coprime with the atom count scrambles the storage order */
+        int64_t c = (k * 7919) % f.natoms;
+        int64_t g[3] = {c / (side * side), (c / side) % side, c % side};
+        for (int d = 0; d < 3; d++) f.positions[3 * k + d] = g[d] * a - L / 2 + 0.2 * (tu_rand(&seed) - 0.5);
+        f.numbers[k] = 18;
+    }
+    for (int d = 0; d < 3; d++) f.cell[4 * d] = L;
+    f.has_cell = 1;
+    f.pbc[0] = f.pbc[1] = f.pbc[2] = 1;
+    return f;
+}
+
+/* The overlap search on a large system: none in the clean grid; a duplicate
+ * anywhere in the storage order, or one a lattice vector away (through
+ * the boundary), is found and named, lower index first. */
+static void test_overlap_large(void **state)
+{
+    (void)state;
+    mdf_frame f = large_grid();
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, &f, 1, NULL, &b);
+    mdf_batch_destroy(b);
+    double *x = f.positions;
+    const double saved[3] = {x[3 * 9001], x[3 * 9001 + 1], x[3 * 9001 + 2]};
+    for (int d = 0; d < 3; d++) x[3 * 9001 + d] = x[3 * 17 + d] + (d == 0 ? 3e-7 : 0.0);
+    expect_error(&f, 1, MDF_ERR_PHYSICS, "system 0: atoms 17 and 9001", "on top of each other");
+    /* the same atom one period up along y, less 2e-7 Å: across the face */
+    for (int d = 0; d < 3; d++) x[3 * 9001 + d] = x[3 * 4242 + d] + (d == 1 ? f.cell[4] - 2e-7 : 0.0);
+    expect_error(&f, 1, MDF_ERR_PHYSICS, "system 0: atoms 4242 and 9001", "on top of each other");
+    /* 2e-6 Å apart: beyond the 1e-6 Å tolerance, accepted */
+    for (int d = 0; d < 3; d++) x[3 * 9001 + d] = x[3 * 4242 + d] + (d == 2 ? 2e-6 : 0.0);
+    TU_CALL(mdf_batch_create, &f, 1, NULL, &b);
+    mdf_batch_destroy(b);
+    memcpy(x + 3 * 9001, saved, sizeof saved);
+    mdf_frame_free(&f);
+}
+
 /* Open clusters may have no cell; ids given by the file are kept. */
 static void test_open_and_ids(void **state)
 {
@@ -169,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_and_layout),
         cmocka_unit_test(test_default_shards),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_overlap_large),
         cmocka_unit_test(test_open_and_ids),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

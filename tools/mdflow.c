@@ -1034,7 +1034,14 @@ static mdf_status run_command(md_options *o, mdf_error *err)
     mdf_batch_config bc;
     mdf_batch_config_init(&bc);
     bc.nshards = (int)o->shards;
-    if (st == MDF_OK) st = mdf_batch_create(frames.frames, frames.count, &bc, &batch, err);
+    if (st == MDF_OK) {
+        /* Host work only (checks, spatial order, copies: a second for a
+         * million atoms): the idle workers sleep instead of spinning on
+         * the cores the host needs. */
+        mdf_runtime_pause();
+        st = mdf_batch_create(frames.frames, frames.count, &bc, &batch, err);
+        mdf_runtime_resume();
+    }
     if (st == MDF_OK && o->cmd == CMD_MD && o->temperature >= 0.0 && !o->keep_velocities)
         st = mdf_batch_thermalize_dist(batch, o->temperature, (uint64_t)o->seed, 0,
                                        o->velocity_dist && !strcmp(o->velocity_dist, "uniform")
