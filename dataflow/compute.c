@@ -51,6 +51,7 @@ typedef struct shard_ws {
     starpu_data_handle_t lists[MDF_REDUCE_MAX_CHUNKS];
     double *fpart_mem[MDF_REDUCE_MAX_CHUNKS];
     size_t fpart_bytes;    /* each, mapped (lazy_zero) */
+    size_t fpart_doubles;  /* 3 * atom_cap forces, then the halo list's room */
     mdf_sys_result *rpart_mem[MDF_REDUCE_MAX_CHUNKS];
     starpu_data_handle_t fparts[MDF_REDUCE_MAX_CHUNKS];
     starpu_data_handle_t rparts[MDF_REDUCE_MAX_CHUNKS];
@@ -251,13 +252,15 @@ static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws 
         lh->atom_begin = ch->atom_begin;
         mdf_blob_register(&w->lists[k], STARPU_MAIN_RAM, (uintptr_t)w->list_mem[k], lbytes);
         if (w->nchunks == 1) continue; /* the single chunk writes the shard's own arrays */
-        w->fpart_bytes = sizeof(double) * 3 * (size_t)sh->atom_cap;
+        /* The forces, then a halo region (MDF_PART_ROWS_HALO). */
+        w->fpart_doubles = MDF_PART_DOUBLES(sh->atom_cap);
+        w->fpart_bytes = sizeof(double) * w->fpart_doubles;
         w->fpart_mem[k] = lazy_zero(w->fpart_bytes);
         w->rpart_mem[k] = aligned_zero(sizeof(mdf_sys_result) * (size_t)sh->sys_cap);
         if (!w->fpart_mem[k] || !w->rpart_mem[k])
             return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for shard %d's partial forces", sh->index);
         starpu_vector_data_register(&w->fparts[k], STARPU_MAIN_RAM, (uintptr_t)w->fpart_mem[k],
-                                    3 * (uint32_t)sh->atom_cap, sizeof(double));
+                                    (uint32_t)w->fpart_doubles, sizeof(double));
         starpu_vector_data_register(&w->rparts[k], STARPU_MAIN_RAM, (uintptr_t)w->rpart_mem[k],
                                     (uint32_t)sh->sys_cap, sizeof(mdf_sys_result));
     }
@@ -592,13 +595,18 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
      * neighbour pairs) before the task is placed; submitted after the
      * lists and the auxiliary pass (data order). */
     int split = w->nchunks > 1;
+    /* Slices may compute each pair once (MDF_PART_ROWS_HALO) unless a GPU
+     * may take one: its slices keep the rows-only contract, and both kinds
+     * of slice could meet in one sum. */
+    const int32_t halo_at = split && mdf_runtime_plan_cuda_workers() == 0 ? 3 * sh->atom_cap : 0;
     struct starpu_task *model[MDF_REDUCE_MAX_CHUNKS] = {0};
     mdf_status st = MDF_OK;
     for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
         mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
                             .bins = w->bins, .forces = split ? w->fparts[q] : force,
                             .results = split ? w->rparts[q] : res, .aux = w->aux, .chunk = w->chunks[q],
-                            .flags = flags, .status_lo = lo, .status_hi = hi, .partial = split};
+                            .flags = flags, .status_lo = lo, .status_hi = hi, .partial = split,
+                            .halo_at = halo_at};
         if (!(model[q] = mdf_model_prepare(c->m, &t))) st = submitted(-ENOMEM, "the model", k, err);
     }
     if (st == MDF_OK && w->nchunks == 1 && mdf_runtime_plan_cuda_workers() > 0) {
@@ -632,7 +640,7 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
     }
     if (st == MDF_OK && split) {
         mdf_reduce_args r = {.work = sh->natoms, .natoms = sh->natoms, .nsys = sh->nsys, .nchunks = w->nchunks,
-                             .want_virial = (flags & MDF_COMPUTE_VIRIAL) != 0};
+                             .want_virial = (flags & MDF_COMPUTE_VIRIAL) != 0, .halo_at = halo_at};
         memcpy(r.chunks, w->chunks, sizeof(mdf_chunk) * (size_t)w->nchunks);
         st = submitted(mdf_insert_reduce(w->fparts, w->rparts, sh->force, sh->res, &r), "the chunk sum", k, err);
     }

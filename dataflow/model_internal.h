@@ -21,6 +21,7 @@ typedef struct mdf_model_task {
                                    * [lo, hi]; the others keep their results */
     int partial;           /* 1: forces and results are the chunk's part,
                             * summed by mdf_reduce (see reduce_kernel.h) */
+    int32_t halo_at;       /* mdf_model_args.halo_at */
 } mdf_model_task;
 
 struct mdf_model {

@@ -10,6 +10,7 @@
 typedef struct result {
     double energy, virial[9];
     double *forces; /* 3n */
+    int64_t overflowed; /* atoms with more neighbours than list slots */
 } result;
 
 /* Energy, forces and virial of one frame, computed by the StarPU pipeline
@@ -34,7 +35,7 @@ static result evaluate(const mdf_frame *f, const mdf_lj_config *lj, int32_t chun
     TU_CALL(mdf_batch_get_system, b, 0, &v);
     mdf_frame out;
     TU_CALL(mdf_batch_get_frame, b, 0, &out);
-    result r = {.energy = v.potential_energy};
+    result r = {.energy = v.potential_energy, .overflowed = rep.overflowed_atoms};
     memcpy(r.virial, v.virial, sizeof r.virial);
     r.forces = malloc(sizeof(double) * 3 * (size_t)f->natoms);
     memcpy(r.forces, out.forces, sizeof(double) * 3 * (size_t)f->natoms);
@@ -309,6 +310,36 @@ static void test_chunked_equals_single(void **state)
     }
 }
 
+/* Slices of an open cluster packed far above the model's density hint:
+ * rows with more neighbours than slots walk their cells, and a slice's
+ * pairs with later slices (computed once, their partners' shares sent
+ * back) must still sum to the single-task numbers. */
+static void test_chunked_overflow(void **state)
+{
+    (void)state;
+    mdf_lj_config lj = tu_argon(7.5, 0);
+    mdf_frame f = tu_fcc(6, 6, 6, 3.6, 18, 0.0, 0.05, 11);
+    f.pbc[0] = f.pbc[1] = f.pbc[2] = 0;
+    f.has_cell = 0;
+    memset(f.cell, 0, sizeof f.cell);
+    result one = evaluate(&f, &lj, 100000, 1);
+    const int32_t chunks[] = {100, 333};
+    for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
+        result r = evaluate(&f, &lj, chunks[k], 1);
+        if (r.overflowed <= 0 || r.overflowed >= f.natoms)
+            fail_msg("%lld of %lld atoms overflowed: want some, not all", (long long)r.overflowed,
+                     (long long)f.natoms);
+        assert_true(tu_reldiff(r.energy, one.energy, 1e-30) < 1e-12);
+        for (int q = 0; q < 9; q++) assert_true(fabs(r.virial[q] - one.virial[q]) < 1e-12 * fabs(one.virial[0]));
+        double fmax = 0.0;
+        for (int64_t a = 0; a < 3 * f.natoms; a++) fmax = fmax > fabs(one.forces[a]) ? fmax : fabs(one.forces[a]);
+        for (int64_t a = 0; a < 3 * f.natoms; a++) assert_true(fabs(r.forces[a] - one.forces[a]) < 1e-12 * fmax);
+        free(r.forces);
+    }
+    free(one.forces);
+    mdf_frame_free(&f);
+}
+
 /* Energy, forces and virial of an open system by the plain pair formula,
  * with the pair parameters of two_species(1) (argon alone when the frame
  * has no krypton): the reference for the all-pairs loops. */
@@ -447,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_forces_finite_difference),
         cmocka_unit_test(test_virial),
         cmocka_unit_test(test_chunked_equals_single),
+        cmocka_unit_test(test_chunked_overflow),
         cmocka_unit_test(test_all_pairs_switch),
         cmocka_unit_test(test_all_pairs_every_simd),
         cmocka_unit_test(test_unknown_species),

@@ -24,7 +24,7 @@ MDF_HD mdf_philox_out mdf_philox4x32(uint32_t c0, uint32_t c1, uint32_t c2, uint
     /* Unrolled, so that a loop over draws around it vectorises. */
 #if defined(__CUDA_ARCH__)
 #pragma unroll
-#elif defined(__GNUC__) && !defined(__clang__)
+#elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #pragma GCC unroll 10
 #endif
     for (int round = 0; round < 10; round++) {

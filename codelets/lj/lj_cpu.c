@@ -71,12 +71,21 @@ static inline void lj_add_half_pair(const mdf_lj_coef *c, const double d[3], lj_
     if (virial) mdf_lj_add_virial(r->w, d, fpair, 0.5);
 }
 
+/* The row of the part that takes atom j's share of a pair (halo contract,
+ * MDF_PART_ROWS_HALO): j itself up to the slice's end hb; beyond, the
+ * compact halo rows that follow it, hb + hmap[j - hb]. hmap NULL: j. */
+static inline int32_t lj_dest(int32_t j, const int32_t *hmap, int32_t hb)
+{
+    return hmap && j >= hb ? hb + hmap[j - hb] : j;
+}
+
 /* Atom i with more neighbours than list slots: walk its cells directly,
  * with the wrapped positions of the last build. In a slice [lo, hi) of a
  * system, pairs with j outside the slice count half, on i only. */
 static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_atom_info *atoms,
                                const mdf_sys_info *s, int32_t sidx, const mdf_nl_bins_view *v,
-                               const mdf_lj_params *p, lj_acc *acc, int32_t lo, int32_t hi)
+                               const mdf_lj_params *p, lj_acc *acc, int32_t lo, int32_t hi, const int32_t *hmap,
+                               int32_t hb)
 {
     const mdf_nl_grid *g = &v->grid[sidx];
     const int32_t *cs = v->cell_start + s->atom_start + sidx;
@@ -90,18 +99,20 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
         int inside = j >= lo && j < hi;
         if (inside && !mdf_nl_pair_is_up(i, j, n)) continue; /* counted from the other end */
         mdf_lj_coef c = mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
-        if (inside) lj_add_pair(&c, d, f + 3 * j, &r, 1);
+        if (inside) lj_add_pair(&c, d, f + 3 * lj_dest(j, hmap, hb), &r, 1);
         else lj_add_half_pair(&c, d, &r, 1);
     }
     lj_row_add_to(&r, f + 3 * i, acc, 1);
 }
 
 /* Atom i of a slice [lo, hi) of a large system (a chunk of its own, summed
- * with the other slices by mdf_reduce). A slice writes the forces of its own
- * atoms only, counting pairs inside it once (Newton's third law) and pairs
- * with an atom outside it half, on i only: the contract of a GPU slice too
- * (full rows, half of every pair), so slices sum right whichever worker ran
- * each. j > i comes from the front of the list (inside the slice when
+ * with the other slices by mdf_reduce). Under the rows contract (a GPU may
+ * take a slice) a slice writes the forces of its own atoms only, counting
+ * pairs inside it once (Newton's third law) and pairs with an atom outside
+ * it half, on i only: the contract of a GPU slice too (full rows, half of
+ * every pair), so slices sum right whichever worker ran each. Under the
+ * halo contract (CPUs only: hi = INT32_MAX, no down entries, hmap) every
+ * up pair is whole, j's share in row lj_dest(j). j > i comes from the front of the list (inside the slice when
  * j < hi), j < i from the back (inside when j >= lo: counted by j's own
  * row). Rows of one species with 5-bit entries take lj_atom_staged: this
  * loop serves several species, and small cells (wide, a constant at each
@@ -109,7 +120,7 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
 LJ_SPECIALISED void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int wide, const double *x, const double *o,
                                  double *f, const mdf_atom_info *atoms, const uint32_t *nb, int32_t n_up,
                                  int32_t n_down, int32_t M, const mdf_nl_shifts *t, const mdf_lj_params *p,
-                                 lj_acc *acc)
+                                 const int32_t *hmap, int32_t hb, lj_acc *acc)
 {
     /* Wrapped positions x + o as they are read: a slice reads only its
      * atoms' neighbours, and wrapping its whole system beforehand cost every
@@ -123,7 +134,7 @@ LJ_SPECIALISED void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int wide, c
         double d[3] = {x[3 * j] + o[3 * j] + sh[0] - xi[0], x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1],
                        x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2]};
         const mdf_lj_coef c = mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
-        if (j < hi) lj_add_pair(&c, d, f + 3 * j, &r, 1);
+        if (j < hi) lj_add_pair(&c, d, f + 3 * lj_dest(j, hmap, hb), &r, 1);
         else lj_add_half_pair(&c, d, &r, 1);
     }
     for (int32_t k = M - n_down; k < M; k++) {
@@ -198,7 +209,7 @@ static void lj_stage_free(lj_stage *st)
 LJ_SPECIALISED void lj_atom_staged(int32_t i, int32_t lo, int32_t hi, int slice, int virial, const double *x,
                                    const double *o, double *f, const uint32_t *nb, int32_t n_up, int32_t n_down,
                                    int32_t M, const mdf_nl_shifts *t, const mdf_lj_coef *c1, const lj_stage *st,
-                                   lj_acc *acc)
+                                   const int32_t *hmap, int32_t hb, lj_acc *acc)
 {
     double *restrict dx = st->dx, *restrict dy = st->dy, *restrict dz = st->dz, *restrict fp = st->fp,
                      *restrict wt = st->wt;
@@ -213,7 +224,7 @@ LJ_SPECIALISED void lj_atom_staged(int32_t i, int32_t lo, int32_t hi, int slice,
         dy[n] = (slice ? x[3 * j + 1] + o[3 * j + 1] : x[3 * j + 1]) + sh[1] - xi[1];
         dz[n] = (slice ? x[3 * j + 2] + o[3 * j + 2] : x[3 * j + 2]) + sh[2] - xi[2];
         wt[n] = !slice || j < hi ? 1.0 : 0.5;
-        jj[n++] = j;
+        jj[n++] = lj_dest(j, hmap, hb);
     }
     if (slice)
         for (int32_t k = M - n_down; k < M; k++) {
@@ -268,9 +279,17 @@ static int lj_is_slice(const mdf_chunk *c, const mdf_sys_info *s)
 MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *w, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
                       const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, double *scratch,
-                      const lj_stage *stage, mdf_sys_result *r)
+                      const lj_stage *stage, const int32_t *hmap, mdf_sys_result *r)
 {
+    const int halo = hmap != NULL, hb = c->atom_end;
     const int slice = lj_is_slice(c, s);
+    /* The halo contract (MDF_PART_ROWS_HALO): a slice takes the whole
+     * system's rule, each row its up pairs whole, the partner's share in
+     * the partner's row wherever it is: the slice loops with no upper edge
+     * (hi) and no down entries, the cell walk with the system's range. */
+    const int32_t lo = c->atom_begin, hi = halo ? INT32_MAX : c->atom_end;
+    const int32_t walk_lo = slice && !halo ? c->atom_begin : s->atom_start,
+                  walk_hi = slice && !halo ? c->atom_end : s->atom_start + s->natoms;
     /* Flagged by the neighbour lists (then it has none), or cheaper so. */
     if (!slice && scratch && (v->grid[sidx].all_pairs || mdf_lj_dense_suits(s, c, lj_list_pairs(c, s, l)))) {
         /* Open boundaries: raw positions are the right ones (no images). */
@@ -293,34 +312,88 @@ MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const dou
     for (int32_t i = i0; i < i1; i++) {
         int32_t li = i - c->atom_begin;
         const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
+        const int32_t n_down = halo ? 0 : l->n_down[li];
         if (l->n_up[li] + l->n_down[li] > M)
-            lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, slice ? c->atom_begin : s->atom_start,
-                               slice ? c->atom_end : s->atom_start + s->natoms);
+            lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, walk_lo, walk_hi, hmap, hb);
         /* One species, large cells: the three-pass row (the common case).
          * Constant flags: the compiler specialises each call. */
         else if (single && !shift.q && slice && !virial)
-            lj_atom_staged(i, c->atom_begin, c->atom_end, 1, 0, x, v->offset, f, nb, l->n_up[li], l->n_down[li],
-                           M, &shift, &c1, stage, &acc);
+            lj_atom_staged(i, lo, hi, 1, 0, x, v->offset, f, nb, l->n_up[li], n_down, M, &shift, &c1, stage, hmap,
+                           hb, &acc);
         else if (single && !shift.q && slice)
-            lj_atom_staged(i, c->atom_begin, c->atom_end, 1, 1, x, v->offset, f, nb, l->n_up[li], l->n_down[li],
-                           M, &shift, &c1, stage, &acc);
+            lj_atom_staged(i, lo, hi, 1, 1, x, v->offset, f, nb, l->n_up[li], n_down, M, &shift, &c1, stage, hmap,
+                           hb, &acc);
         else if (single && !shift.q && !virial)
-            lj_atom_staged(i, 0, 0, 0, 0, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, &acc);
+            lj_atom_staged(i, 0, 0, 0, 0, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, NULL, 0, &acc);
         else if (single && !shift.q)
-            lj_atom_staged(i, 0, 0, 0, 1, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, &acc);
+            lj_atom_staged(i, 0, 0, 0, 1, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, NULL, 0, &acc);
         /* Several species, or small cells (wide entries). */
         else if (slice && shift.q)
-            lj_atom_slice(i, c->atom_begin, c->atom_end, 1, x, v->offset, f, atoms, nb, l->n_up[li], l->n_down[li],
-                          M, &shift, p, &acc);
+            lj_atom_slice(i, lo, hi, 1, x, v->offset, f, atoms, nb, l->n_up[li], n_down, M, &shift, p, hmap, hb,
+                          &acc);
         else if (slice)
-            lj_atom_slice(i, c->atom_begin, c->atom_end, 0, x, v->offset, f, atoms, nb, l->n_up[li], l->n_down[li],
-                          M, &shift, p, &acc);
+            lj_atom_slice(i, lo, hi, 0, x, v->offset, f, atoms, nb, l->n_up[li], n_down, M, &shift, p, hmap, hb,
+                          &acc);
         else if (shift.q) lj_atom_list(i, 1, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
         else lj_atom_list(i, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
     }
     r->energy += acc.e;
     if (virial)
         for (int k = 0; k < 9; k++) r->virial[k] += acc.w[k];
+}
+
+/* The halo of slice c of system s (MDF_PART_ROWS_HALO) in the part's
+ * region h: the atoms after the slice that its rows' up pairs may reach
+ * (list entries; the cells of a row with more neighbours than slots, a
+ * superset), ascending, and the map from such an atom j to its compact
+ * row, hb + map[j - hb] (hb = the slice's end). Derived again only when
+ * the list was rebuilt (h[1] holds the build it came from): the scan of
+ * every entry cost a tenth of the step. Zeroes the compact rows; returns
+ * the map, or NULL without memory. */
+static const int32_t *lj_halo(const mdf_chunk *c, const mdf_sys_info *s, int32_t sidx, const double *x,
+                              const mdf_nl_list_view *l, const mdf_nl_bins_view *v, double *f, int32_t *h,
+                              int32_t atom_cap)
+{
+    const int32_t hb = c->atom_end, n = s->atom_start + s->natoms - hb, M = l->head->slots;
+    const int32_t stamp = l->head->builds + 1;
+    int32_t *atoms = h + 2, *map = h + 2 + atom_cap;
+    if (h[1] != stamp) {
+        const mdf_nl_grid *g = &v->grid[sidx];
+        const int32_t base = g->entry_base, bits = g->image_bits;
+        uint8_t *seen = calloc((size_t)(n > 0 ? n : 1), 1);
+        if (!seen) return NULL;
+        int32_t i0, i1;
+        mdf_chunk_rows(c, s, &i0, &i1);
+        for (int32_t i = i0; i < i1; i++) {
+            const int32_t li = i - c->atom_begin;
+            if (l->n_up[li] + l->n_down[li] > M) {
+                mdf_nl_pairs pw;
+                mdf_nl_pairs_begin(&pw, i, x, v->offset, g, v->cell_start + s->atom_start + sidx, v->sorted,
+                                   v->cell_of, HUGE_VAL);
+                int32_t j, nn[3];
+                double d[3];
+                while (mdf_nl_pairs_next(&pw, &j, nn, d))
+                    if (j >= hb && mdf_nl_pair_is_up(i, j, nn)) seen[j - hb] = 1;
+                continue;
+            }
+            const uint32_t *restrict nb = l->slots + (size_t)li * (size_t)M;
+            for (int32_t k = 0; k < l->n_up[li]; k++) {
+                const int32_t j = base + (int32_t)(nb[k] >> bits); /* mdf_nl_entry_atom */
+                if (j >= hb) seen[j - hb] = 1;
+            }
+        }
+        int32_t count = 0;
+        for (int32_t q = 0; q < n; q++)
+            if (seen[q]) {
+                map[q] = count;
+                atoms[count++] = hb + q;
+            }
+        free(seen);
+        h[0] = count;
+        h[1] = stamp;
+    }
+    if (h[0] > 0) memset(f + 3 * (size_t)hb, 0, sizeof(double) * 3 * (size_t)h[0]);
+    return map;
 }
 
 /* Out of memory inside a task: no way to return an error, so make the
@@ -379,7 +452,17 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         /* A slice's part holds its own rows (lj_atom_slice), as a GPU's; a
          * part of whole systems holds them whole. */
         if (args->partial) mdf_part_mark(&res[s], slice ? MDF_PART_ROWS : MDF_PART_TOUCH);
-        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &stage, &res[s]);
+        /* A slice computes each pair once where the sum allows it. */
+        const int32_t *hmap = NULL;
+        if (slice && args->partial && args->halo_at > 0) {
+            hmap = lj_halo(c, &sys[s], s, x, &l, &v, f, mdf_part_halo(f, args->halo_at), args->halo_at / 3);
+            if (!hmap) {
+                res[s].energy = NAN; /* out of memory: impossible to miss downstream */
+                continue;
+            }
+            mdf_part_mark(&res[s], MDF_PART_ROWS_HALO);
+        }
+        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &stage, hmap, &res[s]);
     }
     lj_stage_free(&stage);
     free(scratch);

@@ -181,6 +181,7 @@ static void list_stats(mdf_nl_list_view *l)
     }
     l->head->overflowed = over;
     l->head->max_count = maxc;
+    l->head->builds = (l->head->builds + 1) & 0x3fffffff;
     mdf_nl_list_set_pairs(l->head, up);
 }
 

@@ -20,7 +20,15 @@ void mdf_reduce_cpu(void *buffers[], void *cl_arg)
         const mdf_sys_result *rp = (const mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[K + c]);
         int32_t lo, hi;
         mdf_part_range(ch, rp, &lo, &hi);
+        const int halo = args->halo_at > 0 && ch->sys_begin < ch->sys_end && rp[ch->sys_begin].pad_ == MDF_PART_ROWS_HALO;
+        if (halo) lo = ch->atom_begin, hi = ch->atom_end;
         for (size_t k = 3 * (size_t)lo; k < 3 * (size_t)hi; k++) f[k] += fp[k];
+        if (halo) { /* the q-th halo atom's share sits in the compact row atom_end + q */
+            const int32_t *h = mdf_part_halo((double *)fp, args->halo_at);
+            const int32_t *atom = h + 2;
+            for (int32_t q = 0; q < h[0]; q++)
+                for (int k = 0; k < 3; k++) f[3 * (size_t)atom[q] + k] += fp[3 * ((size_t)ch->atom_end + q) + k];
+        }
         for (int32_t s = ch->sys_begin; s < ch->sys_end; s++) {
             res[s].energy += rp[s].energy;
             /* every part of a system saw the same evaluation */

@@ -170,6 +170,8 @@ typedef struct mdf_model_args {
     int32_t status_lo, status_hi; /* systems outside [lo, hi] keep forces and results */
     int32_t partial;       /* 1: forces and results are the chunk's part of a sum
                             * (see mdflow/kernel/reduce.h) */
+    int32_t halo_at;       /* > 0 (CPU, no CUDA worker in the run): a slice may take
+                            * the halo contract, MDF_PART_ROWS_HALO; 0: it may not */
 } mdf_model_args;
 
 /* What a model's setup produces from its parameters. */

@@ -156,7 +156,9 @@ typedef struct mdf_nl_list_head {
     int32_t max_count;     /* largest neighbour count seen at last build */
     uint32_t pairs_lo, pairs_hi; /* entries j > i at the last CPU build (within
                             * the slots): mdf_nl_list_pairs */
-    int32_t pad;
+    int32_t builds;        /* CPU builds of this list so far, modulo 2^30: a model
+                            * that caches what it derives from the list sees a new
+                            * one (was padding: the layout is unchanged) */
 } mdf_nl_list_head;
 
 MDF_HD void mdf_nl_list_set_pairs(mdf_nl_list_head *h, int64_t pairs)

@@ -3,8 +3,8 @@
  * mdflow/pair.h does so for pair models).
  *
  * A system larger than one chunk is computed by several tasks, each writing
- * its own partial forces (on a CPU, Newton's third law reaches every atom
- * of the system; on a GPU, only the chunk's own atoms) and partial
+ * its own partial forces (the chunk's own atoms, and on a CPU those that
+ * Newton's third law reaches: see the marks below) and partial
  * energy/virial. The sum runs in chunk order, so the
  * result does not depend on which worker ran which chunk. A system that
  * fits in one chunk receives exactly that chunk's numbers. */
@@ -27,6 +27,23 @@
  * (MDF_PART_TOUCH). The mark is read from the chunk's first system. */
 #define MDF_PART_TOUCH 0
 #define MDF_PART_ROWS 1
+/* A CPU slice under the halo contract (mdf_model_args.halo_at > 0, given
+ * only when no CUDA worker may take a slice): every pair of the slice's
+ * rows with an atom after it is computed once, whole (Newton's third law),
+ * and the partner's share goes to the partner's row of the part; pairs
+ * with an atom before the slice are left to that atom's slice. The part
+ * holds its own rows, then the shares of the atoms listed at
+ * mdf_part_halo(part, halo_at) in compact rows: the q-th listed atom's in
+ * row atom_end + q (rows of the next slices, which this part does not
+ * otherwise hold). Each pair is computed once instead of once from each
+ * side. The halo region, int32 from mdf_part_halo: [0] the count, [1] the
+ * model's own stamp (the list it was derived from), then the atoms
+ * ascending (atom_cap of room), then the model's own map (atom_cap). */
+#define MDF_PART_ROWS_HALO 2
+/* Doubles of a part with a halo region: forces, then the region. */
+#define MDF_PART_DOUBLES(atom_cap) (3 * (size_t)(atom_cap) + (size_t)(atom_cap) + 1)
+
+MDF_HD int32_t *mdf_part_halo(double *part, int32_t halo_at) { return (int32_t *)(part + halo_at); }
 
 MDF_HD void mdf_part_mark(mdf_sys_result *r, int32_t how) { r->pad_ = how; }
 
@@ -42,6 +59,7 @@ typedef struct mdf_reduce_args {
     int64_t work;              /* atoms in the shard */
     int32_t natoms, nsys, nchunks;
     int32_t want_virial;       /* 0: the virial keeps its previous value */
+    int32_t halo_at;           /* > 0: parts marked MDF_PART_ROWS_HALO list their halo there */
     mdf_chunk chunks[MDF_REDUCE_MAX_CHUNKS];
 } mdf_reduce_args;
 
