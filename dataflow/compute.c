@@ -21,11 +21,12 @@
 /* Automatic slices of a large system: of MDF_CHUNK_SLICE atoms, but at
  * most MDF_CHUNK_SLICES of them. Both constants, so that a system's slices
  * (and the order of its sums) depend on the system alone, never on the
- * worker count or on the systems that share its batch. The cap: a pair
- * across two slices is computed by both (half each), and slices of a few
- * thousand atoms have a quarter of their pairs across; in.lj with 256,000
- * atoms on 2 CPUs ran 10% faster in 16 slices than in 32, and 20% faster
- * than in 63 (1,000,188 atoms: 16 and 64 the same). 16 slices keep 2 per
+ * worker count or on the systems that share its batch. The cap: slices
+ * of a few thousand atoms have a quarter of their pairs across their
+ * edges, computed by both slices (half each) under the rows contract; in.lj
+ * with 256,000 atoms on 2 CPUs ran 10% faster in 16 slices than in 32, and
+ * 20% faster than in 63 (1,000,188 atoms: 16 and 64 the same), measured
+ * before LJ's CPU slices computed such pairs once (MDF_PART_ROWS_HALO). 16 slices keep 2 per
  * worker up to 8 workers; with more workers and one large system, set
  * chunk_atoms (it sets the slice size itself). */
 #define MDF_CHUNK_SLICE 2048
