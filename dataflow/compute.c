@@ -597,9 +597,10 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
      * lists and the auxiliary pass (data order). */
     int split = w->nchunks > 1;
     /* Slices may compute each pair once (MDF_PART_ROWS_HALO) unless a GPU
-     * may take one: its slices keep the rows-only contract, and both kinds
-     * of slice could meet in one sum. */
-    const int32_t halo_at = split && mdf_runtime_plan_cuda_workers() == 0 ? 3 * sh->atom_cap : 0;
+     * may take one, planned or present: its slices keep the rows-only
+     * contract, and both kinds of slice could meet in one sum. */
+    const int32_t halo_at =
+        split && mdf_runtime_plan_cuda_workers() == 0 && mdf_runtime_cuda_workers() == 0 ? 3 * sh->atom_cap : 0;
     struct starpu_task *model[MDF_REDUCE_MAX_CHUNKS] = {0};
     mdf_status st = MDF_OK;
     for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
