@@ -325,6 +325,18 @@ typedef struct census {
     int64_t part_atoms[MDF_CONVERGE_PARTS]; /* atoms of each part's systems then */
 } census;
 
+/* A shard's censuses in submission order (host views of one shard run in
+ * that order: they share its token): the steps the host asked for, the
+ * answers as they come, and how many the host has applied. A ring of
+ * `cap` (census q at q % cap): censuses not yet applied were taken in the
+ * last census_lag + 1 steps, at most two a step (a refill's and the
+ * regular one), so 2 * (census_lag + 2) never fills. */
+typedef struct census_log {
+    int64_t *step;
+    census *answer;
+    int64_t cap, submitted, answered, applied;
+} census_log;
+
 typedef struct stage_run {
     mdf_stage *s;
     mdf_batch *b;
@@ -345,7 +357,12 @@ typedef struct stage_run {
     int32_t *token_mem;
     starpu_data_handle_t *work[MDF_CONVERGE_PARTS]; /* per part, one per shard, or NULL */
     void **work_mem[MDF_CONVERGE_PARTS];
-    census *cens;                   /* one per shard, under ctl.lock */
+    census *cens;                   /* one per shard, under ctl.lock: the census the
+                                     * host's decisions read (census_advance) */
+    census_log *clog;               /* one per shard, under ctl.lock */
+    pthread_cond_t answered;        /* a census answered (with ctl.lock) */
+    int64_t census_lag;             /* decisions at step s read the census of a step
+                                     * <= s - 1 - census_lag (the window) */
     int64_t refills;                /* refills that moved systems */
     int64_t *first_row;             /* batch index of each shard's first system */
     int begun_hooks[MDF_CONVERGE_PARTS];
@@ -523,13 +540,59 @@ static void census_view(void *user, const mdf_host_view_args *a, const mdf_sys_i
             c.gone_atoms += sys[s].natoms;
         }
     pthread_mutex_lock(&r->ctl.lock);
-    if (a->step > r->cens[a->shard].step) r->cens[a->shard] = c;
+    census_log *lg = &r->clog[a->shard];
+    lg->answer[lg->answered % lg->cap] = c;
+    lg->answered++;
+    pthread_cond_broadcast(&r->answered);
+    pthread_mutex_unlock(&r->ctl.lock);
+}
+
+/* Before the host decides anything for step `step` (refills, skipped
+ * tasks, the tasks' work, the end of the run): each shard's census becomes
+ * the latest one taken at a step <= step - 1 - census_lag, waiting for its
+ * answer if need be. A fixed lag, not whichever census has answered: the
+ * run's course (its refills, steps and tasks) then no longer depends on
+ * timing, so every scheduling policy does the same work. The lag is the
+ * task window, which has usually let that census run already. */
+static void census_advance(stage_run *r, int64_t step)
+{
+    const int64_t upto = step - 1 - r->census_lag;
+    pthread_mutex_lock(&r->ctl.lock);
+    for (int k = 0; k < r->b->nshards; k++) {
+        census_log *lg = &r->clog[k];
+        int64_t use = -1;
+        for (int64_t q = lg->applied; q < lg->submitted && lg->step[q % lg->cap] <= upto; q++) use = q;
+        if (use < 0) continue;
+        while (lg->answered <= use && !r->ctl.stop) pthread_cond_wait(&r->answered, &r->ctl.lock);
+        if (lg->answered <= use) break; /* stopped: the run ends, the census no longer matters */
+        r->cens[k] = lg->answer[use % lg->cap];
+        lg->applied = use + 1;
+    }
+    pthread_mutex_unlock(&r->ctl.lock);
+}
+
+/* Forgets the censuses (a refill changed the systems; every task ran). */
+static void census_forget(stage_run *r)
+{
+    pthread_mutex_lock(&r->ctl.lock);
+    for (int k = 0; k < r->b->nshards; k++) {
+        r->cens[k].step = -1;
+        r->clog[k].submitted = r->clog[k].answered = r->clog[k].applied = 0;
+    }
     pthread_mutex_unlock(&r->ctl.lock);
 }
 
 static mdf_status submit_census(stage_run *r, int k, int64_t step, mdf_error *err)
 {
     const mdf_shard *sh = &r->b->shards[k];
+    pthread_mutex_lock(&r->ctl.lock);
+    census_log *lg = &r->clog[k];
+    /* Never full (see census_log); were it, the oldest unapplied census,
+     * superseded by this one, would be dropped. */
+    if (lg->submitted - lg->applied >= lg->cap) lg->applied = lg->submitted - lg->cap + 1;
+    lg->step[lg->submitted % lg->cap] = step;
+    lg->submitted++;
+    pthread_mutex_unlock(&r->ctl.lock);
     mdf_host_view_args a = {.work = sh->nsys, .step = step, .first_row = r->first_row[k], .nsys = sh->nsys,
                             .status = r->lo, .target = r->hi + 1, .shard = k, .point = -1, .fn = census_view,
                             .user = r};
@@ -803,8 +866,18 @@ static mdf_status create_run(stage_run *r, mdf_stage *s, mdf_batch *b, mdf_model
     r->token_mem = calloc((size_t)n, sizeof *r->token_mem);
     r->cens = calloc((size_t)n, sizeof *r->cens);
     r->first_row = calloc((size_t)n, sizeof *r->first_row);
-    if (!r->tokens || !r->token_mem || !r->cens || !r->first_row)
+    r->clog = calloc((size_t)n, sizeof *r->clog);
+    pthread_cond_init(&r->answered, NULL);
+    if (!r->tokens || !r->token_mem || !r->cens || !r->first_row || !r->clog)
         return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a stage run");
+    r->census_lag = s->parts[0].cfg.window;
+    for (int k = 0; k < n; k++) {
+        census_log *lg = &r->clog[k];
+        lg->cap = 2 * (r->census_lag + 2);
+        lg->step = calloc((size_t)lg->cap, sizeof *lg->step);
+        lg->answer = calloc((size_t)lg->cap, sizeof *lg->answer);
+        if (!lg->step || !lg->answer) return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a stage run");
+    }
     int64_t row = 0;
     for (int k = 0; k < n; k++) {
         starpu_vector_data_register(&r->tokens[k], STARPU_MAIN_RAM, (uintptr_t)&r->token_mem[k], 1, sizeof(int32_t));
@@ -855,6 +928,12 @@ static mdf_status destroy_run(stage_run *r, mdf_error *err)
     free(r->token_mem);
     free(r->cens);
     free(r->first_row);
+    for (int k = 0; r->clog && k < n; k++) {
+        free(r->clog[k].step);
+        free(r->clog[k].answer);
+    }
+    free(r->clog);
+    pthread_cond_destroy(&r->answered);
     mdf_run_control_destroy(&r->ctl);
     return st;
 }
@@ -979,9 +1058,7 @@ static mdf_status refill_now(stage_run *r, int64_t step, int *took_step, mdf_err
         if (st == MDF_OK) st = mdf_compute_carry_lists(r->c, old, err);
         mdf_compute_destroy(old);
     }
-    pthread_mutex_lock(&r->ctl.lock);
-    for (int k = 0; k < r->b->nshards; k++) r->cens[k].step = -1;
-    pthread_mutex_unlock(&r->ctl.lock);
+    census_forget(r);
     if (st == MDF_OK && added) {
         st = submit_refill_start(r, step, err);
         *took_step = 1;
@@ -1408,6 +1485,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
             st = err ? err->code : MDF_ERR_INVALID;
             break;
         }
+        census_advance(&r, step);
         /* A checkpoint before the refill of its step (a resumed run starts
          * there, so it does not write the one it starts from again). */
         if (r.ckpt_every > 0 && step > 1 && (step - 1) % r.ckpt_every == 0 && !(resume && step == first_step)) {
@@ -1418,8 +1496,13 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
             int took_step = 0;
             st = refill_now(&r, step, &took_step, err);
             if (st != MDF_OK) break;
-            /* The census just submitted must answer before "nobody left" counts. */
-            if (r.any_checks && mdf_inflight_exhausted(in)) mdf_task_wait_for_all();
+            /* The census just submitted must answer before "nobody left"
+             * counts; waited for, it counts at once (a fixed point of the
+             * course: the dataset ran out at this refill). */
+            if (r.any_checks && mdf_inflight_exhausted(in)) {
+                mdf_task_wait_for_all();
+                census_advance(&r, INT64_MAX / 2);
+            }
             if (took_step) continue; /* this step number was the newcomers' step 0 */
         }
         if (r.any_checks && nothing_left(&r) && (!in || mdf_inflight_exhausted(in))) break;
