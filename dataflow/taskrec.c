@@ -274,6 +274,8 @@ static void host_wait_done(void)
     if (mdf_runtime_record_on()) host_last_us = starpu_timing_now();
 }
 
+void mdf_runtime_record_host_waited(void) { host_wait_done(); }
+
 int mdf_data_acquire(void *handle, int mode)
 {
     if (host_event_begin()) {

@@ -563,7 +563,12 @@ static void census_advance(stage_run *r, int64_t step)
         int64_t use = -1;
         for (int64_t q = lg->applied; q < lg->submitted && lg->step[q % lg->cap] <= upto; q++) use = q;
         if (use < 0) continue;
-        while (lg->answered <= use && !r->ctl.stop) pthread_cond_wait(&r->answered, &r->ctl.lock);
+        int waited = 0;
+        while (lg->answered <= use && !r->ctl.stop) {
+            pthread_cond_wait(&r->answered, &r->ctl.lock);
+            waited = 1;
+        }
+        if (waited) mdf_runtime_record_host_waited(); /* not the host's work (mdflow sched --simulate) */
         if (lg->answered <= use) break; /* stopped: the run ends, the census no longer matters */
         r->cens[k] = lg->answer[use % lg->cap];
         lg->applied = use + 1;

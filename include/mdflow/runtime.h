@@ -164,6 +164,12 @@ int mdf_data_acquire(void *starpu_handle, int mode);
 void mdf_data_unregister(void *starpu_handle);
 void mdf_task_wait_for_all(void);
 void mdf_task_wait_for_n_submitted(unsigned n);
+/* Tells the record that the host has just waited on a condition another
+ * thread signals (a stage's census answering): the time waited is not the
+ * host's own work, which the replay would spend. The wait itself is not
+ * replayed; the task window's waits keep a replayed host about as far
+ * behind its tasks. */
+void mdf_runtime_record_host_waited(void);
 /* How many workers, and CUDA workers, mdflow plans shards, chunks and list
  * tasks for: StarPU's, or MDF_PLAN_CPUS (+ MDF_PLAN_CUDA) when set, which
  * mdflow sched --simulate sets to record the graph the simulated machine
