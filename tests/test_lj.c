@@ -9,13 +9,17 @@
 
 typedef struct result {
     double energy, virial[9];
-    double *forces; /* 3n */
+    double *forces;    /* 3n */
+    double *positions; /* 3n, at the end (evaluate_steps) */
     int64_t overflowed; /* atoms with more neighbours than list slots */
 } result;
 
-/* Energy, forces and virial of one frame, computed by the StarPU pipeline
- * with the given chunk size (0: default). */
-static result evaluate(const mdf_frame *f, const mdf_lj_config *lj, int32_t chunk_atoms, int nshards)
+/* Energy, forces and virial of one frame after `steps` velocity Verlet
+ * steps of 1 fs (0: at the start), computed by the StarPU pipeline with the
+ * given chunk size (0: default). Steps between the first and the last ask
+ * for no virial: the models' other loops. */
+static result evaluate_steps(const mdf_frame *f, const mdf_lj_config *lj, int32_t chunk_atoms, int nshards,
+                             int steps)
 {
     mdf_model *m = NULL;
     TU_CALL(mdf_model_create_lj, lj, &m);
@@ -26,7 +30,8 @@ static result evaluate(const mdf_frame *f, const mdf_lj_config *lj, int32_t chun
     TU_CALL(mdf_batch_create, f, 1, &bc, &b);
     mdf_md_config md;
     mdf_md_config_init(&md);
-    md.steps = 0; /* forces at the starting point only */
+    md.steps = steps; /* 0: forces at the starting point only */
+    md.dt_fs = 1.0;
     md.skin = 0.5;
     if (chunk_atoms) md.chunk_atoms = chunk_atoms;
     mdf_md_report rep;
@@ -39,10 +44,20 @@ static result evaluate(const mdf_frame *f, const mdf_lj_config *lj, int32_t chun
     memcpy(r.virial, v.virial, sizeof r.virial);
     r.forces = malloc(sizeof(double) * 3 * (size_t)f->natoms);
     memcpy(r.forces, out.forces, sizeof(double) * 3 * (size_t)f->natoms);
+    r.positions = NULL;
+    if (steps) {
+        r.positions = malloc(sizeof(double) * 3 * (size_t)f->natoms);
+        memcpy(r.positions, out.positions, sizeof(double) * 3 * (size_t)f->natoms);
+    }
     mdf_frame_free(&out);
     mdf_batch_destroy(b);
     mdf_model_destroy(m);
     return r;
+}
+
+static result evaluate(const mdf_frame *f, const mdf_lj_config *lj, int32_t chunk_atoms, int nshards)
+{
+    return evaluate_steps(f, lj, chunk_atoms, nshards, 0);
 }
 
 static double energy_of(const mdf_frame *f, const mdf_lj_config *lj)
@@ -306,6 +321,20 @@ static void test_chunked_equals_single(void **state)
             free(r.forces);
         }
         free(one.forces);
+        /* Steps without the virial (a loop of their own): the positions
+         * they reach. A force off by 1e-3 would move atoms by 1e-8 Å. */
+        result walk1 = evaluate_steps(&f, &lj, 100000, 1, 4);
+        for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
+            result r = evaluate_steps(&f, &lj, chunks[k], 1, 4);
+            for (int64_t a = 0; a < 3 * f.natoms; a++) {
+                assert_true(fabs(r.positions[a] - walk1.positions[a]) < 1e-12);
+                assert_true(fabs(r.forces[a] - walk1.forces[a]) < 1e-13);
+            }
+            free(r.forces);
+            free(r.positions);
+        }
+        free(walk1.forces);
+        free(walk1.positions);
         mdf_frame_free(&f);
     }
 }

@@ -260,6 +260,98 @@ LJ_SPECIALISED void lj_atom_staged(int32_t i, int32_t lo, int32_t hi, int slice,
     lj_row_add_to(&r, f + 3 * i, acc, virial);
 }
 
+/* Atom i's row under the halo contract (MDF_PART_ROWS_HALO), one species
+ * and 5-bit entries: the pairs of lj_atom_staged for a slice, every one
+ * whole (no down entries, no upper edge), with positions from wp, the
+ * wrapped positions of the slice's own and halo rows (lj_halo_positions),
+ * indexed like its force rows fr = f + 3 lo: row lj_dest(j) - lo. One load
+ * per coordinate instead of a position and its wrap offset. Pass (2) also
+ * forms the pair forces, the row's sum and the virial (vectorised), so
+ * that (3) only adds each pair's force to its partner's row. */
+LJ_SPECIALISED void lj_atom_halo(int32_t i, int32_t lo, int virial, const double *wp, double *fr, const uint32_t *nb,
+                                 int32_t n, const mdf_nl_shifts *t, const mdf_lj_coef *c1, const lj_stage *st,
+                                 const int32_t *hmap, int32_t hb, lj_acc *acc)
+{
+    double *restrict dx = st->dx, *restrict dy = st->dy, *restrict dz = st->dz;
+    int32_t *restrict jj = st->j;
+    const int32_t ri = i - lo;
+    const double xi = wp[3 * ri], yi = wp[3 * ri + 1], zi = wp[3 * ri + 2];
+    for (int32_t k = 0; k < n; k++) {
+        double sh[3];
+        const int32_t r = lj_dest(mdf_nl_shifts_get5(t, nb[k], sh), hmap, hb) - lo;
+        dx[k] = wp[3 * r] + sh[0] - xi;
+        dy[k] = wp[3 * r + 1] + sh[1] - yi;
+        dz[k] = wp[3 * r + 2] + sh[2] - zi;
+        jj[k] = r;
+    }
+    const mdf_lj_coef c = *c1;
+    double e = 0.0, sx = 0.0, sy = 0.0, sz = 0.0;
+    double w[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0}; /* xx xy xz yy yz zz */
+    if (virial) {
+        double wxx = 0.0, wxy = 0.0, wxz = 0.0, wyy = 0.0, wyz = 0.0, wzz = 0.0;
+#pragma omp simd reduction(+ : e, sx, sy, sz, wxx, wxy, wxz, wyy, wyz, wzz)
+        for (int32_t k = 0; k < n; k++) {
+            const double ax = dx[k], ay = dy[k], az = dz[k];
+            const double r2 = ax * ax + ay * ay + az * az;
+            const double inside = r2 < c.rc2 ? 1.0 : 0.0;
+            double fpair;
+            const double en = mdf_lj_pair_coef(&c, r2, &fpair);
+            const double g = fpair * inside;
+            e += inside * en;
+            wxx += ax * ax * g, wxy += ax * ay * g, wxz += ax * az * g;
+            wyy += ay * ay * g, wyz += ay * az * g, wzz += az * az * g;
+            dx[k] = ax * g, dy[k] = ay * g, dz[k] = az * g;
+            sx += dx[k], sy += dy[k], sz += dz[k];
+        }
+        w[0] = wxx, w[1] = wxy, w[2] = wxz, w[3] = wyy, w[4] = wyz, w[5] = wzz;
+    } else {
+#pragma omp simd reduction(+ : e, sx, sy, sz)
+        for (int32_t k = 0; k < n; k++) {
+            const double ax = dx[k], ay = dy[k], az = dz[k];
+            const double r2 = ax * ax + ay * ay + az * az;
+            const double inside = r2 < c.rc2 ? 1.0 : 0.0;
+            double fpair;
+            const double en = mdf_lj_pair_coef(&c, r2, &fpair);
+            const double g = fpair * inside;
+            e += inside * en;
+            dx[k] = ax * g, dy[k] = ay * g, dz[k] = az * g;
+            sx += dx[k], sy += dy[k], sz += dz[k];
+        }
+    }
+    for (int32_t k = 0; k < n; k++) {
+        double *fj = fr + 3 * jj[k];
+        fj[0] += dx[k];
+        fj[1] += dy[k];
+        fj[2] += dz[k];
+    }
+    fr[3 * ri] -= sx;
+    fr[3 * ri + 1] -= sy;
+    fr[3 * ri + 2] -= sz;
+    acc->e += e;
+    if (virial) {
+        static const int sym[9] = {0, 1, 2, 1, 3, 4, 2, 4, 5};
+        for (int k = 0; k < 9; k++) acc->w[k] += w[sym[k]];
+    }
+}
+
+/* The wrapped positions x + o of the rows a slice under the halo contract
+ * reads, indexed like its force rows from lo: its own atoms [lo, hb), then
+ * its halo's atoms (h, mdf_part_halo) in their compact order. O(slice +
+ * halo): wrapping the whole system in each slice would cost O(N) each.
+ * NULL without memory. */
+static double *lj_halo_positions(const double *x, const double *o, int32_t lo, int32_t hb, const int32_t *h)
+{
+    const int32_t own = hb - lo, count = h[0];
+    const int32_t *atoms = h + 2;
+    double *wp = malloc(sizeof(double) * 3 * (size_t)(own + count > 0 ? own + count : 1));
+    if (!wp) return NULL;
+    for (size_t k = 0; k < 3 * (size_t)own; k++) wp[k] = x[3 * (size_t)lo + k] + o[3 * (size_t)lo + k];
+    for (int32_t q = 0; q < count; q++)
+        for (int k = 0; k < 3; k++)
+            wp[3 * (size_t)(own + q) + k] = x[3 * (size_t)atoms[q] + k] + o[3 * (size_t)atoms[q] + k];
+    return wp;
+}
+
 /* Pairs in system s's half lists (the atoms of chunk c). */
 static int64_t lj_list_pairs(const mdf_chunk *c, const mdf_sys_info *s, const mdf_nl_list_view *l)
 {
@@ -279,7 +371,7 @@ static int lj_is_slice(const mdf_chunk *c, const mdf_sys_info *s)
 MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *w, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
                       const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, double *scratch,
-                      const lj_stage *stage, const int32_t *hmap, mdf_sys_result *r)
+                      const lj_stage *stage, const int32_t *hmap, const double *wp, mdf_sys_result *r)
 {
     const int halo = hmap != NULL, hb = c->atom_end;
     const int slice = lj_is_slice(c, s);
@@ -317,6 +409,10 @@ MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const dou
             lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, walk_lo, walk_hi, hmap, hb);
         /* One species, large cells: the three-pass row (the common case).
          * Constant flags: the compiler specialises each call. */
+        else if (single && !shift.q && halo && !virial)
+            lj_atom_halo(i, lo, 0, wp, f + 3 * (size_t)lo, nb, l->n_up[li], &shift, &c1, stage, hmap, hb, &acc);
+        else if (single && !shift.q && halo)
+            lj_atom_halo(i, lo, 1, wp, f + 3 * (size_t)lo, nb, l->n_up[li], &shift, &c1, stage, hmap, hb, &acc);
         else if (single && !shift.q && slice && !virial)
             lj_atom_staged(i, lo, hi, 1, 0, x, v->offset, f, nb, l->n_up[li], n_down, M, &shift, &c1, stage, hmap,
                            hb, &acc);
@@ -454,15 +550,19 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         if (args->partial) mdf_part_mark(&res[s], slice ? MDF_PART_ROWS : MDF_PART_TOUCH);
         /* A slice computes each pair once where the sum allows it. */
         const int32_t *hmap = NULL;
+        double *wp = NULL;
         if (slice && args->partial && args->halo_at > 0) {
+            const int32_t *h = mdf_part_halo(f, args->halo_at);
             hmap = lj_halo(c, &sys[s], s, x, &l, &v, f, mdf_part_halo(f, args->halo_at), args->halo_at / 3);
-            if (!hmap) {
+            if (hmap) wp = lj_halo_positions(x, v.offset, c->atom_begin, c->atom_end, h);
+            if (!wp) {
                 res[s].energy = NAN; /* out of memory: impossible to miss downstream */
                 continue;
             }
             mdf_part_mark(&res[s], MDF_PART_ROWS_HALO);
         }
-        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &stage, hmap, &res[s]);
+        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &stage, hmap, wp, &res[s]);
+        free(wp);
     }
     lj_stage_free(&stage);
     free(scratch);
