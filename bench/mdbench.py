@@ -358,9 +358,10 @@ def parse_lammps_log(text):
 
 # ---------------------------------------------------------------- runners --
 
-def mdflow_cmd(xyz, steps, dt_fs, temp_K, skin, species, shards=None, velocity_dist=None):
+def mdflow_cmd(xyz, steps, dt_fs, temp_K, skin, species, shards=None, velocity_dist=None, extra=()):
     cmd = [MDFLOW, "md", "--input", xyz, "--steps", str(steps), "--dt", repr(dt_fs),
            "--temperature", repr(temp_K), "--skin", repr(skin), "--lj-species", species, "--quiet"]
+    cmd += list(extra)
     if velocity_dist:
         cmd += ["--velocity-dist", velocity_dist]
     if shards:
@@ -518,21 +519,30 @@ def case_inlj(work, modes, ncell=None, steps=None):
     per_mode = {mode: run_lammps_input(work, "%s_%s" % (tag, mode), mode, infile, steps) for mode in modes}
     ok = {m: r for m, r in per_mode.items() if not r.get("error")}
     mode = min(ok, key=lambda m: ok[m]["loop_s"]) if ok else modes[0]
-    # The same system with mdflow's rebuild rule (any atom moved more than
-    # skin/2): in.lj's "every 20 check no" never checks, which is faster but
-    # can miss pairs. This row compares like with like.
+    # Both codes with in.lj's rebuild rule, "every 20 check no" (rebuild
+    # every 20 steps, never check: faster, but pairs that come within the
+    # cutoff in between are missed, by both alike): mdflow's
+    # --rebuild-every 20 --rebuild-check no. Then both with mdflow's default
+    # rule (rebuild when an atom moved more than skin/2), "every 1 check
+    # yes": the safe rule, like with like again.
     checked_in = os.path.join(work, "in.%s.checked" % tag)
     with open(checked_in, "w") as fp:
         fp.write(INLJ_LAMMPS.format(n=ncell, steps=steps).replace(
             "neigh_modify delay 0 every 20 check no", "neigh_modify delay 0 every 1 check yes"))
     checked = run_lammps_input(work, tag + "_checked", mode, checked_in, steps, " (every 1 check yes)")
     md = run_mdflow(work, tag + "_mdflow",
-                    mdflow_cmd(xyz, steps, dt_fs, temp_K, 0.3, "Ar:1:1:2.5", velocity_dist=INLJ_VELOCITY_DIST))
-    log("  mdflow        %s" % (md.get("error") or "loop %.3f s, total %.3f s, shards %d"
-                                % (md["loop_s"], md["wall_s"], md["shards"])))
+                    mdflow_cmd(xyz, steps, dt_fs, temp_K, 0.3, "Ar:1:1:2.5", velocity_dist=INLJ_VELOCITY_DIST,
+                               extra=("--rebuild-every", "20", "--rebuild-check", "no")))
+    log("  mdflow        %s (every 20 check no)" % (md.get("error") or "loop %.3f s, total %.3f s, shards %d"
+                                                    % (md["loop_s"], md["wall_s"], md["shards"])))
+    md_checked = run_mdflow(work, tag + "_mdflow_checked",
+                            mdflow_cmd(xyz, steps, dt_fs, temp_K, 0.3, "Ar:1:1:2.5",
+                                       velocity_dist=INLJ_VELOCITY_DIST))
+    log("  mdflow        %s (every 1 check yes)" % (md_checked.get("error") or "loop %.3f s, total %.3f s"
+                                                    % (md_checked["loop_s"], md_checked["wall_s"])))
     res = {"case": "in.lj", "natoms": natoms, "steps": steps, "nsystems": 1,
            "dt_fs": dt_fs, "temperature_K": temp_K, "lammps_mode": mode,
-           "mdflow": md, "lammps": per_mode[mode], "lammps_checked": checked,
+           "mdflow": md, "mdflow_checked": md_checked, "lammps": per_mode[mode], "lammps_checked": checked,
            "lammps_modes_tried": {m: {k: r.get(k) for k in ("loop_s", "wall_s", "error")}
                                   for m, r in per_mode.items()}}
     return res, mode
@@ -672,9 +682,9 @@ def finish(res, machine, lammps_note):
     res["ratios"] = {"loop": ratio(md.get("loop_s"), lmp.get("loop_s")),
                      "total": ratio(md.get("wall_s"), lmp.get("wall_s"))}
     if res.get("lammps_checked") and not res["lammps_checked"].get("error"):
-        c = res["lammps_checked"]
-        res["ratios_vs_checked"] = {"loop": ratio(md.get("loop_s"), c.get("loop_s")),
-                                    "total": ratio(md.get("wall_s"), c.get("wall_s"))}
+        c, mc = res["lammps_checked"], res.get("mdflow_checked") or md
+        res["ratios_vs_checked"] = {"loop": ratio(mc.get("loop_s"), c.get("loop_s")),
+                                    "total": ratio(mc.get("wall_s"), c.get("wall_s"))}
     if res.get("lammps_partitions"):
         p = res["lammps_partitions"]
         res["ratios_vs_partitions"] = {"loop": ratio(md.get("loop_s"), p.get("loop_s")),
@@ -700,14 +710,18 @@ def print_table(results, machine, mode_desc):
         md, lmp = r["mdflow"], r["lammps"]
         rows = [(r["case"] + " [" + r["lammps_mode"] + "]", lmp, r["ratios"])]
         if r.get("ratios_vs_checked"):
-            rows.append(("  vs LAMMPS check yes", r["lammps_checked"], r["ratios_vs_checked"]))
+            rows.append(("  both check yes", r["lammps_checked"], r["ratios_vs_checked"]))
         if r.get("lammps_partitions"):
             rows.append(("  vs LAMMPS %dx1 part." % NCORES, r["lammps_partitions"], r["ratios_vs_partitions"]))
         for i, (name, l, rat) in enumerate(rows):
             mdcols = (f3(md.get("loop_s")), f3(md.get("wall_s")), f3(md["atom_steps_per_s"] / 1e6, "%.2f")
                       if md.get("atom_steps_per_s") else "-",
                       f3(100 * md["overhead_share"], "%.1f%%") if md.get("overhead_share") is not None else "-")
-            if i:
+            if i and name == "  both check yes" and r.get("mdflow_checked"):
+                mc = r["mdflow_checked"]
+                mdcols = (f3(mc.get("loop_s")), f3(mc.get("wall_s")),
+                          f3(mc["atom_steps_per_s"] / 1e6, "%.2f") if mc.get("atom_steps_per_s") else "-", "")
+            elif i:
                 mdcols = ("", "", "", "")
             log("%-22s %8s %6s | %8s %8s %7s %8s | %8s %8s %7s | %6s %6s" % (
                 name, r["natoms"] if not i else "", r["steps"] if not i else "", *mdcols,
@@ -767,7 +781,10 @@ def sizes_summary(sizes, small, machine, mode_desc):
             "lammps_checked_loop_s": (r.get("lammps_checked") or {}).get("loop_s"),
             "ratio_wall": ratio(md.get("wall_s"), lmp.get("wall_s")),
             "ratio_loop": ratio(md.get("loop_s"), lmp.get("loop_s")),
-            "ratio_wall_vs_checked": ratio(md.get("wall_s"), (r.get("lammps_checked") or {}).get("wall_s")),
+            "mdflow_checked_wall_s": (r.get("mdflow_checked") or {}).get("wall_s"),
+            "mdflow_checked_list_rebuilds": (r.get("mdflow_checked") or {}).get("list_rebuilds"),
+            "ratio_wall_vs_checked": ratio((r.get("mdflow_checked") or md).get("wall_s"),
+                                           (r.get("lammps_checked") or {}).get("wall_s")),
             "ratio_rss": ratio(md.get("peak_rss_mb"), lmp.get("peak_rss_mb")),
             "errors": [e for e in (md.get("error"), lmp.get("error")) if e]})
     return out
@@ -776,7 +793,8 @@ def sizes_summary(sizes, small, machine, mode_desc):
 def print_sizes(summary):
     log("")
     log("in.lj by size (%s); wall = whole process; rate = loop atom-steps/s (M); RSS = peak resident MB "
-        "(LAMMPS: all ranks); ratio = mdflow / LAMMPS" % summary["lammps_mode"])
+        "(LAMMPS: all ranks); ratio = mdflow / LAMMPS, r wall with in.lj's every 20 check no on both sides, "
+        "r chk with every 1 check yes on both" % summary["lammps_mode"])
     hdr = "%9s %6s | %8s %8s %7s %7s | %8s %8s %7s %7s | %7s %7s %7s" % (
         "atoms", "steps", "md wall", "md loop", "md rate", "md RSS", "lmp wall", "lmp loop", "lmp rate", "lmp RSS",
         "r wall", "r chk", "r RSS")

@@ -84,6 +84,8 @@ struct mdf_compute {
 void mdf_compute_config_init(mdf_compute_config *cfg)
 {
     cfg->skin = MDF_DEFAULT_SKIN;
+    cfg->rebuild_every = 1;
+    cfg->rebuild_nocheck = 0;
     cfg->chunk_atoms = 0; /* automatic */
     cfg->status_lo = INT32_MIN;
     cfg->status_hi = INT32_MAX;
@@ -429,6 +431,9 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
     mdf_status st = MDF_OK;
     if (!(c->cfg.skin >= 0.0) || c->cfg.chunk_atoms < 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "skin must be >= 0 Å and chunk size >= 0 atoms (0: automatic)");
+    else if (c->cfg.rebuild_every < 1 || c->cfg.rebuild_every > 1000000)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "rebuild interval %d: give 1 to 1000000 steps",
+                           (int)c->cfg.rebuild_every);
     /* With the automatic size and a shard per worker or more, the shards
      * already keep every worker busy: whole systems then share one chunk
      * per shard (fewer, larger tasks: StarPU's per-task cost is ~10 µs).
@@ -585,7 +590,9 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
     shard_ws *w = &c->ws[k];
     if (w->nchunks == 0) return MDF_OK;
     mdf_nl_bin_args bin = {.work = sh->natoms, .r_list = c->r_list,
-                           .half_skin2 = 0.25 * c->cfg.skin * c->cfg.skin, .nsys = sh->nsys,
+                           .half_skin2 = 0.25 * c->cfg.skin * c->cfg.skin,
+                           .rebuild_every = c->cfg.rebuild_every, .rebuild_nocheck = c->cfg.rebuild_nocheck,
+                           .nsys = sh->nsys,
                            .status_lo = lo, .status_hi = hi,
                            .all_pairs_atoms = c->all_pairs_atoms, .all_pairs_small = c->all_pairs_small,
                            .all_pairs_volume = c->all_pairs_volume, .big_atoms = c->big_atoms,

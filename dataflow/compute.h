@@ -14,6 +14,8 @@
 
 typedef struct mdf_compute_config {
     double skin;          /* Å, added to the cutoff for the lists */
+    int32_t rebuild_every;   /* mdf_stage_config.rebuild_every */
+    int32_t rebuild_nocheck; /* mdf_stage_config.rebuild_nocheck */
     int32_t chunk_atoms;  /* atoms per model task before a shard is split;
                            * 0: automatic (from batch size and workers) */
     int32_t status_lo, status_hi; /* only systems with a status in [lo, hi]

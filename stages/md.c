@@ -20,6 +20,8 @@ void mdf_md_config_init(mdf_md_config *cfg)
     mdf_param_list_init(&cfg->method_params);
     cfg->dt_fs = 1.0;
     cfg->skin = 1.0;
+    cfg->rebuild_every = 1;
+    cfg->rebuild_nocheck = 0;
     cfg->chunk_atoms = 0; /* automatic */
     cfg->window = MDF_DEFAULT_WINDOW;
 }
@@ -39,6 +41,8 @@ static mdf_status stage_from_md(const mdf_md_config *cfg, mdf_stage **out, mdf_e
     sc.max_steps = cfg->steps;
     sc.window = cfg->window;
     sc.skin = cfg->skin;
+    sc.rebuild_every = cfg->rebuild_every;
+    sc.rebuild_nocheck = cfg->rebuild_nocheck;
     sc.chunk_atoms = cfg->chunk_atoms;
     mdf_status st = mdf_stage_create(&sc, out, err);
     if (st != MDF_OK || !cfg->thermo || cfg->thermo_every <= 0) return st;

@@ -80,6 +80,8 @@ void mdf_stage_config_init(mdf_stage_config *cfg)
     cfg->check_interval = 10;
     cfg->window = 8;
     cfg->skin = 1.0;
+    cfg->rebuild_every = 1;
+    cfg->rebuild_nocheck = 0;
     cfg->step_budget = 0;
     cfg->entry_temperature_K = -1.0;
     mdf_dynamics_params_init(&cfg->params);
@@ -831,6 +833,8 @@ static mdf_status create_compute(stage_run *r, mdf_error *err)
     mdf_compute_config cc;
     mdf_compute_config_init(&cc);
     cc.skin = run->skin;
+    cc.rebuild_every = run->rebuild_every;
+    cc.rebuild_nocheck = run->rebuild_nocheck;
     cc.chunk_atoms = run->chunk_atoms;
     cc.status_lo = r->lo;
     cc.status_hi = r->hi;
@@ -1166,6 +1170,10 @@ static uint64_t stage_hash(const mdf_stage *s, char *text, size_t size)
         h = mdf_hash_i64(h, c->step_budget);
         h = mdf_hash_f64(h, c->entry_temperature_K);
         h = mdf_hash_f64(h, c->skin);
+        if (c->rebuild_every != 1 || c->rebuild_nocheck) { /* checkpoints of the default rule keep their hash */
+            h = mdf_hash_i64(h, c->rebuild_every);
+            h = mdf_hash_i64(h, c->rebuild_nocheck);
+        }
         h = mdf_hash_i64(h, c->chunk_atoms);
         h = hash_params(h, &c->params, part->method, part->mparams);
         h = mdf_hash_i64(h, part->crit.mask);

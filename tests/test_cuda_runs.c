@@ -23,6 +23,12 @@
  *    results equal the CPU-only run's.
  *  - bytes: the inflight run twice on the GPU: every final frame identical
  *    byte for byte (the GPU's sums have a fixed order; no atomics).
+ *  - rebuild rule: 30 NVE steps of a hot 500-atom and a hot 20,000-atom
+ *    crystal (the binning's one-block and multi-block paths) with LAMMPS's
+ *    "every 5 check no" and "every 3 check yes" with a wider skin (some
+ *    checks find an atom past skin/2, some none) (rebuild_every,
+ *    rebuild_nocheck): the same number of list builds as on the CPU, and
+ *    the same final frames.
  *
  * The GPU runs use the gpu-first policy (tests/gpu_first.c): every task with
  * a CUDA implementation runs on a GPU, the census and other host-view tasks
@@ -557,6 +563,78 @@ static void big_optimiser(const char *method)
     free_finals(&gpu, 1);
 }
 
+/* ---- the rebuild rule (mdf_nl_rebuild_due) on both binning paths --------------- */
+
+#define RULE_STEPS 30
+
+static void run_rule(int kind, int every, int nocheck, double skin, sys_final *out, int64_t *builds,
+                     worker_counts *wc)
+{
+    start(kind, NULL);
+    mdf_frame f[2] = {tu_fcc(5, 5, 5, 5.3, 18, 0.0, 0.05, 71), tu_fcc(17, 17, 17, 5.3, 18, 0.0, 0.05, 72)};
+    if (emulate && kind == RUN_GPU) jitter(f, 2, 73);
+    mdf_model *m = argon(6.0);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, 2, NULL, &b);
+    TU_CALL(mdf_batch_thermalize, b, 600.0, 2026, 0);
+    mdf_stage_config sc;
+    mdf_stage_config_init(&sc);
+    sc.integrator = "velocity_verlet";
+    sc.params.dt_fs = 5.0;
+    sc.max_steps = RULE_STEPS;
+    sc.skin = skin;
+    sc.rebuild_every = every;
+    sc.rebuild_nocheck = nocheck;
+    sc.chunk_atoms = 1 << 20;
+    mdf_stage *s = NULL;
+    TU_CALL(mdf_stage_create, &sc, &s);
+    mdf_stage_report rep;
+    TU_CALL(mdf_stage_run, s, b, m, &rep);
+    mdf_stage_destroy(s);
+    TU_CALL(mdf_batch_sync, b);
+    *builds = rep.list_rebuilds;
+    memset(out, 0, 2 * sizeof *out);
+    for (int k = 0; k < 2; k++) {
+        mdf_frame g;
+        memset(&g, 0, sizeof g);
+        mdf_system_view v;
+        TU_CALL(mdf_batch_get_frame, b, k, &g);
+        TU_CALL(mdf_batch_get_system, b, k, &v);
+        keep_final(&out[k], &g, &v);
+        mdf_frame_free(&g);
+    }
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    for (int k = 0; k < 2; k++) mdf_frame_free(&f[k]);
+    stop(kind, NULL, wc);
+}
+
+static void test_rebuild_rule(void **state)
+{
+    (void)state;
+    /* every 5 check no (skin 0.3 Å), every 3 check yes with a skin of 1 Å:
+     * some checks find an atom past skin/2, some none */
+    const int rules[2][2] = {{5, 1}, {3, 0}};
+    const double skins[2] = {0.3, 1.0};
+    for (int r = 0; r < 2; r++) {
+        sys_final cpu[2], gpu[2];
+        int64_t bc = 0, bg = 0;
+        worker_counts wc, wg;
+        run_rule(RUN_CPU, rules[r][0], rules[r][1], skins[r], cpu, &bc, &wc);
+        run_rule(RUN_GPU, rules[r][0], rules[r][1], skins[r], gpu, &bg, &wg);
+        check_gpu_first(&wg);
+        printf("# every %d check %s: %lld list builds on the CPU, %lld on the GPU\n", rules[r][0],
+               rules[r][1] ? "no" : "yes", (long long)bc, (long long)bg);
+        assert_int_equal(bc, bg);
+        if (rules[r][1]) assert_int_equal(bc, 2 * (1 + RULE_STEPS / rules[r][0]));
+        else assert_true(bc > 2 && bc < 2 * (1 + RULE_STEPS / rules[r][0]));
+        compare_final(cpu, gpu, &dynamics_tol, rules[r][1] ? "every 5 check no" : "every 3 check yes", 0);
+        compare_final(&cpu[1], &gpu[1], &dynamics_tol, rules[r][1] ? "every 5 check no, big" : "every 3, big", 0);
+        free_finals(cpu, 2);
+        free_finals(gpu, 2);
+    }
+}
+
 static void test_big_lbfgs(void **state)
 {
     (void)state;
@@ -650,6 +728,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inflight),  cmocka_unit_test(test_bytes), cmocka_unit_test(test_device_sink),
         cmocka_unit_test(test_mixed_dmdas), cmocka_unit_test(test_big_lbfgs), cmocka_unit_test(test_big_fire2),
+        cmocka_unit_test(test_rebuild_rule),
         cmocka_unit_test(test_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -151,6 +151,12 @@ static void usage_common(FILE *fp)
             "  --freeze              keep atoms flagged in the input (\"fixed\" or ASE's \"move_mask\"\n"
             "                        column) in place; automatic when the input has such a column\n"
             "  --skin A              neighbour-list skin, Å (default 1.0)\n"
+            "  --rebuild-every N     consider rebuilding a system's lists only every N steps since its\n"
+            "                        last build (LAMMPS's neigh_modify every N delay 0; default 1)\n"
+            "  --rebuild-check yes|no  yes (default): rebuild then only if an atom moved more than\n"
+            "                        skin/2; no: rebuild every N steps whatever the atoms did (LAMMPS's\n"
+            "                        check no, as in its bench/in.lj: pairs that come within the cutoff\n"
+            "                        between builds are missed)\n"
             "  --shards N            shards of the batch (default: from workers and size)\n"
             "  --chunk-atoms N       split a shard's model work above N atoms (default: automatic:\n"
             "                        systems above 2048 atoms are sliced)\n"
@@ -301,7 +307,7 @@ enum {
     OPT_ENSEMBLE, OPT_KEEPV, OPT_FRICTION, OPT_TAUT, OPT_CHAIN, OPT_PRESSURE, OPT_TAUP, OPT_COMPRESS, OPT_LOG,
     OPT_LOG_EVERY, OPT_NAN, OPT_MAXF, OPT_FREEZE, OPT_WRAP, OPT_DRIFT, OPT_OPTIMIZER, OPT_FMAX, OPT_DE,
     OPT_MAX_STEPS, OPT_PARAM, OPT_PLUGIN, OPT_CELL, OPT_SMAX, OPT_TRAJ, OPT_TRAJ_EVERY,
-    OPT_PROGRESS_EVERY, OPT_VDIST
+    OPT_PROGRESS_EVERY, OPT_VDIST, OPT_REBUILD_EVERY, OPT_REBUILD_CHECK
 };
 /* File formats (tools/formats.h). */
 enum { OPT_FORMAT = 1024, OPT_INPUT_FORMAT, OPT_LAMMPS_TYPES };
@@ -317,6 +323,8 @@ static const struct option md_long_options[] = {
     {"steps", required_argument, 0, OPT_STEPS}, {"dt", required_argument, 0, OPT_DT},
     {"temperature", required_argument, 0, OPT_TEMP}, {"seed", required_argument, 0, OPT_SEED},
     {"skin", required_argument, 0, OPT_SKIN}, {"thermo", required_argument, 0, OPT_THERMO},
+    {"rebuild-every", required_argument, 0, OPT_REBUILD_EVERY},
+    {"rebuild-check", required_argument, 0, OPT_REBUILD_CHECK},
     {"thermo-per-system", no_argument, 0, OPT_THERMO_SYS}, {"thermo-file", required_argument, 0, OPT_THERMO_FILE},
     {"shards", required_argument, 0, OPT_SHARDS}, {"chunk-atoms", required_argument, 0, OPT_CHUNK},
     {"window", required_argument, 0, OPT_WINDOW}, {"sched", required_argument, 0, OPT_SCHED},
@@ -440,6 +448,17 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_TAUP: return record_double(o, c, "--tau-p", err);
     case OPT_COMPRESS: return record_double(o, c, "--compressibility", err);
     case OPT_SKIN: return cli_double("--skin", optarg, &o->md.skin, err);
+    case OPT_REBUILD_EVERY:
+        if (cli_int64("--rebuild-every", optarg, &i, err) != MDF_OK) return err->code;
+        if (i < 1 || i > 1000000)
+            return mdf_error_set(err, MDF_ERR_INVALID, "--rebuild-every %s: give 1 to 1000000 steps", optarg);
+        o->md.rebuild_every = (int32_t)i;
+        return MDF_OK;
+    case OPT_REBUILD_CHECK:
+        if (strcmp(optarg, "yes") && strcmp(optarg, "no"))
+            return mdf_error_set(err, MDF_ERR_INVALID, "--rebuild-check %s: give yes or no", optarg);
+        o->md.rebuild_nocheck = !strcmp(optarg, "no");
+        return MDF_OK;
     case OPT_THERMO: return cli_int64("--thermo", optarg, &o->md.thermo_every, err);
     case OPT_THERMO_SYS: o->md.thermo_per_system = 1; return MDF_OK;
     case OPT_THERMO_FILE: o->thermo_file = optarg; return MDF_OK;
@@ -943,6 +962,8 @@ static mdf_status build_stage(const md_options *o, FILE *thermo, int freeze, mdf
     sc.method_params = o->md.method_params;
     sc.window = o->md.window;
     sc.skin = o->md.skin;
+    sc.rebuild_every = o->md.rebuild_every;
+    sc.rebuild_nocheck = o->md.rebuild_nocheck;
     sc.chunk_atoms = o->md.chunk_atoms;
     if (o->cmd == CMD_RELAX) {
         sc.integrator = o->optimizer;

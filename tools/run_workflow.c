@@ -210,6 +210,8 @@ static mdf_status build_part(const mdf_workflow *wf, int k, int32_t status, int 
     sc.converged_status = status + 1;
     sc.window = wf->window;
     sc.skin = wf->skin;
+    sc.rebuild_every = wf->rebuild_every;
+    sc.rebuild_nocheck = wf->rebuild_nocheck;
     sc.chunk_atoms = wf->chunk_atoms;
     char log[WF_PATH_MAX + WF_NAME_MAX + 16];
     wf_log_path(wf, k, log, sizeof log);

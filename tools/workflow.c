@@ -422,7 +422,8 @@ static mdf_status parse_model_type(wf_ctx *c, const yaml_node_t *n, mdf_workflow
  * epsilon, sigma, cutoff, shift), params: wins over it. */
 static mdf_status parse_model(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
 {
-    static const char *const fixed[] = {"type", "params", "species", "pairs", "skin", NULL};
+    static const char *const fixed[] = {"type", "params", "species", "pairs", "skin", "rebuild_every", "rebuild_check",
+                                        NULL};
     mdf_status st = check_mapping(c, n, "model", NULL);
     yaml_node_t *x = NULL;
     wf->model_line = line_of(n);
@@ -435,6 +436,11 @@ static mdf_status parse_model(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
     st = check_mapping(c, n, "model", keys);
     if (st == MDF_OK && (x = lookup(c, n, "skin")))
         st = get_double(c, x, "model.skin", &(wf_range){0.0, INFINITY, CLOSED, OPEN, "Å"}, &wf->skin);
+    if (st == MDF_OK && (x = lookup(c, n, "rebuild_every")))
+        st = get_int(c, x, "model.rebuild_every", 1, 1000000, &wf->rebuild_every);
+    int check = 1;
+    if (st == MDF_OK && (x = lookup(c, n, "rebuild_check"))) st = get_bool(c, x, "model.rebuild_check", &check);
+    wf->rebuild_nocheck = !check;
     if (st == MDF_OK) st = model_settings(c, wf, RUNNER_SCALAR, 0, 0, n, fixed, "model");
     if (st == MDF_OK && (x = lookup(c, n, "params"))) {
         st = check_mapping(c, x, "model.params", NULL);
@@ -1267,6 +1273,8 @@ static void workflow_defaults(mdf_workflow *wf)
 {
     memset(wf, 0, sizeof *wf);
     wf->skin = 1.0;
+    wf->rebuild_every = 1;
+    wf->rebuild_nocheck = 0;
     mdf_sampler_config_init(&wf->sampler);
     mdf_inflight_config ic; /* the library's refill defaults */
     mdf_inflight_config_init(&ic);

@@ -102,6 +102,8 @@ typedef struct mdf_workflow {
     int model_line;
     int species_line;              /* model.species, when given: every input element needs an entry */
     double skin;
+    int rebuild_every;             /* model.rebuild_every (default 1) */
+    int rebuild_nocheck;           /* model.rebuild_check false: 1 */
     /* stages and their composition */
     int nstages;
     wf_stage stages[WF_MAX_STAGES];

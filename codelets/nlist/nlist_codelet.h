@@ -15,6 +15,8 @@ typedef struct mdf_nl_bin_args {
     int64_t work;          /* atoms in the shard */
     double r_list;         /* cutoff + skin */
     double half_skin2;     /* (skin/2)^2 */
+    int32_t rebuild_every;   /* mdf_nl_rebuild_due: consider a rebuild every N */
+    int32_t rebuild_nocheck; /* 1: then rebuild whatever the atoms did */
     int32_t nsys;
     int32_t status_lo, status_hi; /* only systems with a status in [lo, hi] */
     int32_t all_pairs_atoms;   /* > 0: open systems of at most this many atoms

@@ -167,9 +167,12 @@ void mdf_nl_bin_cpu(void *buffers[], void *cl_arg)
             continue;
         }
         /* Back from the all-pairs path, the bins and list are stale: rebuild. */
-        int need = !g->valid || g->all_pairs || rebuild_all || mdf_nl_cell_changed(g, si) ||
-                   mdf_nl_moved_too_far(pos, v.ref_pos, si->atom_start, si->atom_start + si->natoms,
-                                        args->half_skin2);
+        const int32_t age = g->age + 1;
+        const int due = mdf_nl_rebuild_due(age, args->rebuild_every, args->rebuild_nocheck);
+        int need = !g->valid || g->all_pairs || rebuild_all || mdf_nl_cell_changed(g, si) || due > 0 ||
+                   (due < 0 && mdf_nl_moved_too_far(pos, v.ref_pos, si->atom_start, si->atom_start + si->natoms,
+                                                    args->half_skin2));
+        g->age = need ? 0 : age;
         g->all_pairs = 0;
         g->rebuilt = need ? MDF_NL_REBINNED : relist ? MDF_NL_RELISTED : 0;
         if (need) mdf_nl_bin_system(pos, si, s, &v, args->r_list);

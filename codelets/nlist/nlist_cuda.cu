@@ -58,7 +58,8 @@ __device__ static inline int32_t nl_big_sys_of(int32_t a, const mdf_sys_info *sy
 /* ---- binning, one block per system ---------------------------------------- */
 
 __global__ void nl_bin_kernel(const double *pos, const mdf_sys_info *sys, void *blob, double r_list,
-                              double half_skin2, int32_t status_lo, int32_t status_hi, const nl_big big)
+                              double half_skin2, int32_t every, int32_t nocheck, int32_t status_lo,
+                              int32_t status_hi, const nl_big big)
 {
     __shared__ mdf_nl_grid sg;
     __shared__ double red[6][MDF_NL_BIN_BLOCK];
@@ -81,14 +82,18 @@ __global__ void nl_bin_kernel(const double *pos, const mdf_sys_info *sys, void *
     /* (1) Does the system need a rebuild? Same rule as the CPU (which also
      * rebuilds after the all-pairs path; it clears the flag either way). */
     int need = 0;
-    if (tid == 0) need = !g->valid || g->all_pairs || v.head->force_rebuild || mdf_nl_cell_changed(g, si);
-    for (int32_t a = a0 + tid; a < a1 && !need; a += nt)
+    const int32_t age = g->age + 1; /* read by every thread before thread 0 writes it */
+    const int due = mdf_nl_rebuild_due(age, every, nocheck);
+    if (tid == 0)
+        need = !g->valid || g->all_pairs || v.head->force_rebuild || mdf_nl_cell_changed(g, si) || due > 0;
+    for (int32_t a = a0 + tid; a < a1 && !need && due < 0; a += nt)
         need = mdf_nl_moved_too_far(pos, v.ref_pos, a, a + 1, half_skin2);
     need = __syncthreads_or(need);
     if (!need) {
         if (tid == 0) {
             g->rebuilt = 0;
             g->all_pairs = 0;
+            g->age = age;
         }
         return;
     }
@@ -97,6 +102,7 @@ __global__ void nl_bin_kernel(const double *pos, const mdf_sys_info *sys, void *
     if (tid == 0) {
         sg = *g;
         sg.all_pairs = 0;
+        sg.age = 0;
         mdf_nl_basis(si, &sg);
     }
     __syncthreads();
@@ -227,8 +233,8 @@ __global__ void nl_bin_kernel(const double *pos, const mdf_sys_info *sys, void *
  * blockpart[] and carry[] per block, and the parts of the bounds' maxima. */
 
 /* (1) Static reasons for a rebuild, as in nl_bin_kernel (one thread per system). */
-__global__ void nl_big_flags_kernel(const mdf_sys_info *sys, void *blob, int32_t status_lo, int32_t status_hi,
-                                    const nl_big r)
+__global__ void nl_big_flags_kernel(const mdf_sys_info *sys, void *blob, int32_t every, int32_t nocheck,
+                                    int32_t status_lo, int32_t status_hi, const nl_big r)
 {
     const int32_t s = r.s0 + (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
     if (s >= r.s1) return;
@@ -240,20 +246,26 @@ __global__ void nl_big_flags_kernel(const mdf_sys_info *sys, void *blob, int32_t
         g->rebuilt = 0;
         return;
     }
-    g->rebuilt = !g->valid || g->all_pairs || v.head->force_rebuild || mdf_nl_cell_changed(g, si);
+    /* The rule's clock advances here; the skin kernel reads it, the
+     * basis kernel restarts it for the systems rebuilt. */
+    g->age++;
+    g->rebuilt = !g->valid || g->all_pairs || v.head->force_rebuild || mdf_nl_cell_changed(g, si) ||
+                 mdf_nl_rebuild_due(g->age, every, nocheck) > 0;
     g->all_pairs = 0;
 }
 
 /* (2) Per atom: an atom past skin/2 sets its system's flag (the only value
  * ever stored here is 1; one store per warp and system). */
 __global__ void nl_big_skin_kernel(const double *pos, const mdf_sys_info *sys, void *blob, double half_skin2,
-                                   int32_t status_lo, int32_t status_hi, const nl_big r)
+                                   int32_t every, int32_t nocheck, int32_t status_lo, int32_t status_hi,
+                                   const nl_big r)
 {
     const int32_t a = r.a0 + (int32_t)(blockIdx.x * blockDim.x + threadIdx.x);
     const int32_t s = nl_big_sys_of(a, sys, r);
     mdf_nl_bins_view v = mdf_nl_bins_map(blob);
     int moved = 0;
-    if (s >= 0 && mdf_status_in(sys[s].status, status_lo, status_hi))
+    if (s >= 0 && mdf_status_in(sys[s].status, status_lo, status_hi) &&
+        mdf_nl_rebuild_due(v.grid[s].age, every, nocheck) < 0)
         moved = mdf_nl_moved_too_far(pos, v.ref_pos, a, a + 1, half_skin2);
     /* Every lane of the warp is here (no early return above). */
     const unsigned full = 0xffffffffu, m = __ballot_sync(full, moved);
@@ -272,7 +284,9 @@ __global__ void nl_big_basis_kernel(const mdf_sys_info *sys, void *blob, const n
     const mdf_sys_info *si = &sys[s];
     if (!nl_is_big(si, s, r)) return;
     mdf_nl_grid *g = &mdf_nl_bins_map(blob).grid[s];
-    if (g->rebuilt) mdf_nl_basis(si, g);
+    if (!g->rebuilt) return;
+    mdf_nl_basis(si, g);
+    g->age = 0;
 }
 
 __device__ static inline int nl_all_periodic(const mdf_nl_grid *g)
@@ -496,9 +510,12 @@ static void nl_bin_big(const double *pos, const mdf_sys_info *sys, void *blob, c
     mdf_cuda_try(mdf_seg_alloc(&parts, 6, r.a0, r.a1, r.s1, stream));
     mdf_cuda_try(cudaMemsetAsync(count, 0, sizeof(int32_t) * (size_t)n, stream));
 
-    nl_big_flags_kernel<<<nsb, MDF_NL_SYS_THREADS, 0, stream>>>(sys, blob, args->status_lo, args->status_hi, r);
+    nl_big_flags_kernel<<<nsb, MDF_NL_SYS_THREADS, 0, stream>>>(sys, blob, args->rebuild_every,
+                                                                args->rebuild_nocheck, args->status_lo,
+                                                                args->status_hi, r);
     mdf_nl_check_launch();
-    nl_big_skin_kernel<<<nb, MDF_NL_BIG_BLOCK, 0, stream>>>(pos, sys, blob, args->half_skin2, args->status_lo,
+    nl_big_skin_kernel<<<nb, MDF_NL_BIG_BLOCK, 0, stream>>>(pos, sys, blob, args->half_skin2, args->rebuild_every,
+                                                            args->rebuild_nocheck, args->status_lo,
                                                             args->status_hi, r);
     mdf_nl_check_launch();
     nl_big_basis_kernel<<<nsb, MDF_NL_SYS_THREADS, 0, stream>>>(sys, blob, r);
@@ -538,6 +555,7 @@ extern "C" void mdf_nl_bin_cuda(void *buffers[], void *cl_arg)
     if (!big) r.s0 = r.s1 = r.a0 = r.a1 = 0; /* nl_is_big is then false for every system */
     if (args->nsys > 0) {
         nl_bin_kernel<<<args->nsys, MDF_NL_BIN_BLOCK, 0, stream>>>(pos, sys, blob, args->r_list, args->half_skin2,
+                                                                   args->rebuild_every, args->rebuild_nocheck,
                                                                    args->status_lo, args->status_hi, r);
         mdf_nl_check_launch();
     }

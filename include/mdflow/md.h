@@ -22,6 +22,8 @@ typedef struct mdf_md_config {
     int64_t steps;
     int32_t status;           /* only systems with this status move */
     double skin;              /* Å added to the cutoff for neighbour lists */
+    int32_t rebuild_every;    /* mdf_stage_config.rebuild_every (default 1) */
+    int32_t rebuild_nocheck;  /* mdf_stage_config.rebuild_nocheck (default 0) */
     int32_t chunk_atoms;      /* a shard's model work is split above this
                                * many atoms; 0: automatic, 1024-8192 from
                                * the batch size and the worker count, and

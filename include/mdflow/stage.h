@@ -79,6 +79,14 @@ typedef struct mdf_stage_config {
                                 * N steps, without waiting (default 10) */
     int window;                /* steps submitted ahead of completion (default 8) */
     double skin;               /* Å, neighbour-list skin (default 1) */
+    int32_t rebuild_every;     /* consider rebuilding a system's lists only every
+                                * N of its steps since its last build (LAMMPS's
+                                * neigh_modify every N delay 0; default 1) */
+    int32_t rebuild_nocheck;   /* 0 (default): rebuild then only if an atom moved
+                                * more than skin/2 (check yes); 1: rebuild then
+                                * whatever the atoms did (check no: pairs that
+                                * come within the cutoff between builds are missed,
+                                * as in LAMMPS; for comparisons with its inputs) */
     int32_t chunk_atoms;       /* see mdf_md_config (0: automatic) */
     int64_t step_budget;       /* > 0: a system leaves after this many steps in the
                                 * stage even unconverged, flagged

@@ -74,6 +74,9 @@ typedef struct mdf_nl_grid {
     int32_t image_bits;    /* low bits of an entry holding the image */
     int32_t entry_base;    /* j of an entry counts from here */
     int32_t lists_off;     /* 1: no list, every atom walks its cells */
+    int32_t age;           /* evaluations since the last binning (the
+                            * rebuild rule's clock, mdf_nl_rebuild_due) */
+    int32_t age_pad_;
     int64_t nbuilds;       /* rebuilds so far (statistics, tests) */
     double lo[3], span[3]; /* fractional range covered along each direction */
     double basis[9];       /* rows; the cell, or the identity */
@@ -833,6 +836,18 @@ MDF_HD int mdf_nl_full_next(mdf_nl_full *it, int32_t *j, double d[3])
     mdf_nl_wrapped(it->x, it->offset, *j, xj);
     for (int k = 0; k < 3; k++) d[k] = xj[k] + sh[k] - it->xi[k];
     return 1;
+}
+
+/* The rebuild rule of LAMMPS's neigh_modify every N delay 0 check yes|no,
+ * beyond the reasons that always rebuild (no lists yet, a changed cell):
+ * at the age-th evaluation since the last binning, 0: not now; 1: now,
+ * whatever the atoms did (check no); -1: now if some atom moved more than
+ * skin/2 (mdf_nl_moved_too_far; check yes). every <= 1 considers every
+ * evaluation, so every 1 with the check is mdflow's default rule. */
+MDF_HD int mdf_nl_rebuild_due(int32_t age, int32_t every, int32_t nocheck)
+{
+    if (every > 1 && age % every != 0) return 0;
+    return nocheck ? 1 : -1;
 }
 
 /* Whether system s moved far enough since its last build to need another:
