@@ -339,6 +339,61 @@ static void test_chunked_equals_single(void **state)
     }
 }
 
+/* Chunks of the model work of a batch of frames (automatic size). */
+static int lone_chunks(const mdf_frame *f, size_t n, const mdf_lj_config *lj, result *r)
+{
+    mdf_model *m = NULL;
+    TU_CALL(mdf_model_create_lj, lj, &m);
+    mdf_batch *b = NULL;
+    TU_CALL(mdf_batch_create, f, n, NULL, &b);
+    mdf_md_config md;
+    mdf_md_config_init(&md);
+    md.steps = 0;
+    md.skin = 0.5;
+    mdf_md_report rep;
+    TU_CALL(mdf_md_run, b, m, &md, &rep);
+    mdf_frame out;
+    TU_CALL(mdf_batch_get_frame, b, 0, &out);
+    mdf_system_view v;
+    TU_CALL(mdf_batch_get_system, b, 0, &v);
+    if (r) {
+        r->energy = v.potential_energy;
+        r->forces = malloc(sizeof(double) * 3 * (size_t)out.natoms);
+        memcpy(r->forces, out.forces, sizeof(double) * 3 * (size_t)out.natoms);
+    }
+    mdf_frame_free(&out);
+    mdf_batch_destroy(b);
+    mdf_model_destroy(m);
+    return rep.nchunks;
+}
+
+/* A periodic system alone in its batch is cut in two from 768 atoms (CPU
+ * workers only), below the 2,048-atom slices of large systems, so that two
+ * workers share it; in a batch with others it stays whole. The same
+ * numbers either way, up to summation order. */
+static void test_lone_system_halves(void **state)
+{
+    (void)state;
+    if (mdf_runtime_cuda_workers() > 0) skip();
+    mdf_lj_config lj = tu_argon(7.5, 0);
+    mdf_frame pair[2] = {tu_fcc(6, 6, 6, 5.3, 18, 0.0, 0.05, 21), tu_fcc(3, 3, 3, 5.3, 18, 0.0, 0.05, 22)};
+    result alone, batched;
+    assert_int_equal(lone_chunks(pair, 1, &lj, &alone), 2);    /* 864 atoms: 432 + 432 */
+    assert_int_equal(lone_chunks(pair, 2, &lj, &batched), 1);  /* with a second system: whole */
+    assert_true(tu_reldiff(alone.energy, batched.energy, 1e-30) < 1e-12);
+    for (int64_t a = 0; a < 3 * pair[0].natoms; a++) assert_true(fabs(alone.forces[a] - batched.forces[a]) < 1e-13);
+    free(alone.forces);
+    free(batched.forces);
+    assert_int_equal(lone_chunks(&pair[1], 1, &lj, NULL), 1); /* 108 atoms */
+    mdf_frame open = tu_fcc(6, 6, 6, 5.3, 18, 0.0, 0.05, 23);
+    open.pbc[0] = open.pbc[1] = open.pbc[2] = 0;
+    open.has_cell = 0;
+    memset(open.cell, 0, sizeof open.cell);
+    assert_int_equal(lone_chunks(&open, 1, &lj, NULL), 1); /* open: whole (its all-pairs path) */
+    mdf_frame_free(&open);
+    for (int k = 0; k < 2; k++) mdf_frame_free(&pair[k]);
+}
+
 /* Slices of an open cluster packed far above the model's density hint:
  * rows with more neighbours than slots walk their cells, and a slice's
  * pairs with later slices (computed once, their partners' shares sent
@@ -506,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_dimer),
         cmocka_unit_test(test_forces_finite_difference),
         cmocka_unit_test(test_virial),
+        cmocka_unit_test(test_lone_system_halves),
         cmocka_unit_test(test_chunked_equals_single),
         cmocka_unit_test(test_chunked_overflow),
         cmocka_unit_test(test_all_pairs_switch),
