@@ -653,10 +653,12 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
          * near-empty build, one that re-lists a system costs its atoms,
          * and the dmda family sees which. */
         mdf_nl_build_args builds[MDF_REDUCE_MAX_CHUNKS];
+        const int32_t up_only = (c->m->def->flags & MDF_MODEL_HALF_ROWS) && mdf_runtime_plan_cuda_workers() == 0 &&
+                                mdf_runtime_cuda_workers() == 0;
         for (int q = 0; q < w->nchunks; q++)
             builds[q] = (mdf_nl_build_args){.work = w->chunks[q].atom_end - w->chunks[q].atom_begin,
                                             .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q],
-                                            .model_work = mdf_model_task_work(model[q])};
+                                            .model_work = mdf_model_task_work(model[q]), .up_only = up_only};
         st = submitted(mdf_insert_nl_bin_builds(sh->pos, sh->atoms, sh->sys, w->bins, w->lists, &bin, builds,
                                                 w->nchunks),
                        "neighbour lists", k, err);

@@ -49,11 +49,41 @@ typedef struct nl_case {
     int drop_cell; /* place atoms in the cell, then bin as a cell-less cluster */
 } nl_case;
 
+/* Rows of the half lists alone (up_only: MDF_MODEL_HALF_ROWS): each row's
+ * front as the kernel's whole row has it (from a row wide enough for every
+ * neighbour), no back, and overflow only past the slots. */
+static void check_up_only(const nl_case *c, const mdf_frame *f, const mdf_sys_info *si, const mdf_nl_bins_view *v,
+                          const mdf_nl_list_view *lv, int32_t slots, int32_t simd, int32_t a0, int32_t a1)
+{
+    const int32_t wide = 4096;
+    uint32_t *ref = calloc((size_t)wide, sizeof *ref);
+    int32_t overflowed = 0;
+    for (int32_t i = a0; i < a1; i++) {
+        const int32_t li = i - a0;
+        int32_t wup = 0, wdown = 0;
+        mdf_nl_build_atom(i, f->positions, v->offset, si, &v->grid[0], v->cell_start, v->sorted, v->cell_of,
+                          c->r_list * c->r_list, wide, ref, &wup, &wdown);
+        assert_true(wup + wdown <= wide);
+        if (lv->n_up[li] != wup || lv->n_down[li] != 0)
+            fail_msg("%s (sweep %d, up only): atom %d has %d+%d neighbours, want %d+0", c->name, simd, i,
+                     lv->n_up[li], lv->n_down[li], wup);
+        overflowed += wup > slots;
+        if (wup > slots) continue;
+        for (int32_t k = 0; k < wup; k++)
+            if (lv->slots[(size_t)li * (size_t)slots + (size_t)k] != ref[k])
+                fail_msg("%s (sweep %d, up only): atom %d's entry %d is %u, the kernel's %u", c->name, simd, i, k,
+                         lv->slots[(size_t)li * (size_t)slots + (size_t)k], ref[k]);
+    }
+    free(ref);
+    assert_int_equal(lv->head->overflowed, overflowed);
+}
+
 /* The CPU build codelet's lists of atoms [a0, a1) with sweep simd against
- * the kernel's (list: mdf_nl_build_atom's rows of every atom). */
+ * the kernel's (list: mdf_nl_build_atom's rows of every atom); up_only:
+ * the half rows alone (check_up_only). */
 static void check_codelet_lists(const nl_case *c, const mdf_frame *fr, const mdf_sys_info *sip,
                                 const mdf_nl_bins_view *vp, void *blob, const uint32_t *list, int32_t slots,
-                                int32_t simd, int32_t a0, int32_t a1)
+                                int32_t simd, int32_t a0, int32_t a1, int32_t up_only)
 {
     mdf_frame f = *fr;
     mdf_sys_info si = *sip;
@@ -72,11 +102,16 @@ static void check_codelet_lists(const nl_case *c, const mdf_frame *fr, const mdf
     ifaces[3].ptr = (uintptr_t)blob;
     ifaces[4].ptr = (uintptr_t)lblob;
     void *buffers[5] = {&ifaces[0], &ifaces[1], &ifaces[2], &ifaces[3], &ifaces[4]};
-    mdf_nl_build_args args = {.work = 0, .r_list2 = c->r_list * c->r_list, .simd = simd,
+    mdf_nl_build_args args = {.work = 0, .r_list2 = c->r_list * c->r_list, .simd = simd, .up_only = up_only,
                               .chunk = {.atom_begin = a0, .atom_end = a1, .sys_begin = 0, .sys_end = 1,
                                         .touch_begin = 0, .touch_end = si.natoms}};
     mdf_nl_build_cpu(buffers, &args);
     mdf_nl_list_view lv = mdf_nl_list_map(lblob);
+    if (up_only) {
+        check_up_only(c, &f, &si, &v, &lv, slots, simd, a0, a1);
+        free(lblob);
+        return;
+    }
     int32_t overflowed = 0;
     for (int32_t i = a0; i < a1; i++) {
         const int32_t li = i - a0;
@@ -196,7 +231,8 @@ static void check_case(const nl_case *c, int32_t slots, uint64_t seed)
                 continue;
             }
             int32_t a0 = part ? si.natoms / 3 : 0, a1 = part ? 2 * si.natoms / 3 : si.natoms;
-            check_codelet_lists(c, &f, &si, &v, blob, list, slots, simd, a0, a1);
+            for (int32_t up_only = 0; up_only < 2; up_only++)
+                check_codelet_lists(c, &f, &si, &v, blob, list, slots, simd, a0, a1, up_only);
         }
     free(list);
     free(blob);

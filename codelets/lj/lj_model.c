@@ -195,6 +195,9 @@ const mdf_model_def mdf_lj_model_def = {
 #if MDF_CUDA_ENABLED
     .cuda_func = mdf_lj_cuda,
 #endif
+    /* Whole systems and halo-contract slices read n_up alone; the rows
+     * contract (down entries) is taken only where a CUDA worker may be. */
+    .flags = MDF_MODEL_HALF_ROWS,
 };
 
 mdf_status mdf_model_create_lj(const mdf_lj_config *cfg, mdf_model **out, mdf_error *err)

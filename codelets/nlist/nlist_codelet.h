@@ -56,6 +56,8 @@ typedef struct mdf_nl_build_args {
      * reads its list (the chunk's atoms plus neighbour pairs, and the pairs
      * of its all-pairs systems), before that task is placed; NULL: none. */
     int64_t *model_work;
+    int32_t up_only;       /* CPU only: rows without their back (j < i):
+                            * n_down 0 (MDF_MODEL_HALF_ROWS) */
     int32_t simd;          /* CPU only: MDF_NL_SIMD_*, the distance sweep's
                             * instructions (0: the best this CPU runs) */
 } mdf_nl_build_args;

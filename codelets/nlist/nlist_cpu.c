@@ -451,9 +451,10 @@ MDF_CPU_CLONES static int32_t sweep_candidates(const candidates *c, int32_t i, d
 
 /* mdf_nl_slot_put for each of atom i's hits, in order, without a branch
  * on which end an entry goes to: j > i is a coin toss, and a branch on it
- * mispredicted about every other hit. */
-static void put_hits(const candidates *c, int32_t i, int32_t hits, int32_t M, uint32_t *restrict slots,
-                     int32_t *n_up, int32_t *n_down)
+ * mispredicted about every other hit. up_only: the front alone (the back's
+ * entries are neither written nor counted). */
+static void put_hits(const candidates *c, int32_t i, int32_t hits, int32_t M, int32_t up_only,
+                     uint32_t *restrict slots, int32_t *n_up, int32_t *n_down)
 {
     const int32_t *restrict hit = c->hit, *restrict cj = c->j;
     const uint32_t *restrict entry = c->entry;
@@ -463,9 +464,9 @@ static void put_hits(const candidates *c, int32_t i, int32_t hits, int32_t M, ui
         const int32_t k = hit[h], j = cj[k];
         const int32_t is_up = (j > i) | ((j == i) & up_self[k]), take = -is_up;
         const int32_t slot = (up & take) | ((M - 1 - down) & ~take);
-        if (up + down < M) slots[slot] = entry[k];
+        if (up + down < M && (is_up | !up_only)) slots[slot] = entry[k];
         up += is_up;
-        down += 1 - is_up;
+        down += (1 - is_up) & (up_only - 1); /* up_only: 0 */
     }
     *n_up = up;
     *n_down = down;
@@ -482,7 +483,7 @@ static void put_hits(const candidates *c, int32_t i, int32_t hits, int32_t M, ui
  * its first M entries as it always did. */
 __attribute__((target("avx512f,avx512vl,popcnt"))) static void
 sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi, double r_list2, int32_t M,
-                 uint32_t *slots, int32_t *n_up, int32_t *n_down)
+                 int32_t up_only, uint32_t *slots, int32_t *n_up, int32_t *n_down)
 {
     const __m512d vx = _mm512_set1_pd(xi), vy = _mm512_set1_pd(yi), vz = _mm512_set1_pd(zi),
                   r2 = _mm512_set1_pd(r_list2);
@@ -495,8 +496,13 @@ sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi
     const int32_t n = c->n;
     int32_t up = 0, down = 0;
     /* No branch on an empty group of eight: a quarter of them are, at
-     * random, and the branch cost more than the group. */
+     * random, and the branch cost more than the group. up_only skips a
+     * group without an atom j >= i: in a spatial order a neighbour cell's
+     * atoms mostly lie all before or all after i, so about half of the
+     * groups, in runs (a branch that predicts well). */
     for (int32_t k = 0; k < n; k += NL_PAD) {
+        const __m256i j = _mm256_loadu_si256((const __m256i *)(cj + k));
+        if (up_only && !_mm256_cmpge_epi32_mask(j, vi)) continue;
         const __m512d dx = _mm512_sub_pd(_mm512_loadu_pd(x + k), vx);
         const __m512d dy = _mm512_sub_pd(_mm512_loadu_pd(y + k), vy);
         const __m512d dz = _mm512_sub_pd(_mm512_loadu_pd(z + k), vz);
@@ -504,7 +510,6 @@ sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi
             _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)), _mm512_mul_pd(dz, dz));
         const __mmask8 in = _mm512_cmp_pd_mask(d2, r2, _CMP_LT_OQ) &
                             _mm256_cmpneq_epi32_mask(_mm256_loadu_si256((const __m256i *)(self0 + k)), vi);
-        const __m256i j = _mm256_loadu_si256((const __m256i *)(cj + k));
         __mmask8 is_up = _mm256_cmpgt_epi32_mask(j, vi);
         const __mmask8 own = _mm256_cmpeq_epi32_mask(j, vi) & in; /* i's own images (small cells) */
         for (int t = 0; own && t < NL_PAD; t++)
@@ -512,12 +517,13 @@ sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi
         const __m256i e = _mm256_loadu_si256((const __m256i *)(entry + k));
         const __mmask8 u = in & is_up, d = in & (__mmask8)~is_up;
         _mm256_storeu_si256((__m256i *)(up_run + up), _mm256_maskz_compress_epi32(u, e));
-        _mm256_storeu_si256((__m256i *)(down_run + down), _mm256_maskz_compress_epi32(d, e));
         up += __builtin_popcount(u);
+        if (up_only) continue;
+        _mm256_storeu_si256((__m256i *)(down_run + down), _mm256_maskz_compress_epi32(d, e));
         down += __builtin_popcount(d);
     }
     if (up + down > M) {
-        put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, slots, n_up, n_down);
+        put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, up_only, slots, n_up, n_down);
         return;
     }
     memcpy(slots, up_run, sizeof *slots * (size_t)up);
@@ -531,7 +537,7 @@ sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi
  * gathered once and swept for every atom of the cell. */
 static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_t i1, const double *pos,
                            const mdf_nl_bins_view *v, double r_list2, mdf_nl_list_view *l, int32_t atom_begin,
-                           candidates *c, int32_t simd)
+                           candidates *c, int32_t simd, int32_t up_only)
 {
     (void)simd; /* without x86 intrinsics: generic only */
     const mdf_nl_grid *g = &v->grid[s];
@@ -551,11 +557,12 @@ static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_
             uint32_t *slots = l->slots + (size_t)li * (size_t)M;
 #if NL_X86
             if (simd == MDF_NL_SIMD_AVX512) {
-                sweep_put_avx512(c, i, xi, yi, zi, r_list2, M, slots, &l->n_up[li], &l->n_down[li]);
+                sweep_put_avx512(c, i, xi, yi, zi, r_list2, M, up_only, slots, &l->n_up[li], &l->n_down[li]);
                 continue;
             }
 #endif
-            put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, slots, &l->n_up[li], &l->n_down[li]);
+            put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, up_only, slots, &l->n_up[li],
+                     &l->n_down[li]);
         }
     }
 }
@@ -595,7 +602,7 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
         const int64_t need = candidates_needed(&v.grid[s], si->natoms);
         if (!v.grid[s].lists_off && (need <= si->natoms || need <= MDF_NL_GATHER_MAX) &&
             candidates_reserve(&cand, need) && cell_rows_reset(&cand, si->atom_start, si->natoms)) {
-            build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand, simd);
+            build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand, simd, args->up_only);
             continue;
         }
         /* No room for the candidates, or no lists (every atom walks its

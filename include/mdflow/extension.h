@@ -258,6 +258,11 @@ typedef struct mdf_model_def {
                                     * and cells narrower than twice the cutoff are
                                     * accepted; the codelet must not read them */
 #define MDF_MODEL_TOKEN_LIST_RADIUS 0.5
+#define MDF_MODEL_HALF_ROWS 4      /* without CUDA workers (planned or present), the
+                                    * CPU codelet reads only the front of each list
+                                    * row (the n_up entries, j > i): the list builds
+                                    * then leave the back out (n_down 0), about half
+                                    * of their sweep */
 
 mdf_status mdf_register_model(const mdf_model_def *d, mdf_error *err);
 const mdf_model_def *mdf_model_def_find(const char *name);
