@@ -317,6 +317,14 @@ static void destroy_shard_ws(shard_ws *w)
     free(w->systems);
 }
 
+/* Whether chunk ch holds each of its systems whole (no slice). */
+static int chunk_is_whole(const mdf_chunk *ch, const mdf_sys_info *sys)
+{
+    if (ch->sys_end <= ch->sys_begin) return 1;
+    const mdf_sys_info *first = &sys[ch->sys_begin], *last = &sys[ch->sys_end - 1];
+    return ch->atom_begin <= first->atom_start && ch->atom_end >= last->atom_start + last->natoms;
+}
+
 /* The slice size of a periodic system of natoms atoms alone in its batch
  * (MDF_CHUNK_LONE_MIN). */
 static int32_t lone_slice_atoms(int32_t natoms)
@@ -653,12 +661,16 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
          * near-empty build, one that re-lists a system costs its atoms,
          * and the dmda family sees which. */
         mdf_nl_build_args builds[MDF_REDUCE_MAX_CHUNKS];
-        const int32_t up_only = (c->m->def->flags & MDF_MODEL_HALF_ROWS) && mdf_runtime_plan_cuda_workers() == 0 &&
-                                mdf_runtime_cuda_workers() == 0;
-        for (int q = 0; q < w->nchunks; q++)
+        const int cpus_only = mdf_runtime_plan_cuda_workers() == 0 && mdf_runtime_cuda_workers() == 0;
+        const unsigned mf = c->m->def->flags;
+        const mdf_sys_info *sys = c->b->sys + sh->sys_off;
+        for (int q = 0; q < w->nchunks; q++) {
+            const int32_t up_only = cpus_only && ((mf & MDF_MODEL_HALF_ROWS) ||
+                                                  ((mf & MDF_MODEL_HALF_ROWS_WHOLE) && chunk_is_whole(&w->chunks[q], sys)));
             builds[q] = (mdf_nl_build_args){.work = w->chunks[q].atom_end - w->chunks[q].atom_begin,
                                             .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q],
                                             .model_work = mdf_model_task_work(model[q]), .up_only = up_only};
+        }
         st = submitted(mdf_insert_nl_bin_builds(sh->pos, sh->atoms, sh->sys, w->bins, w->lists, &bin, builds,
                                                 w->nchunks),
                        "neighbour lists", k, err);

@@ -108,11 +108,14 @@ for name, p in by.items():
     assert sum(w["tasks"] for w in p["workers"]) == p["tasks"] == p["traced_tasks"] > 0, p
     for w in p["workers"]:
         assert abs(w["busy"] + w["idle"] + w["sleeping"] - 1) < 1e-3, w
-    # Same machine, same worker count: the replay is within a factor 2 of
+    # Same machine, same worker count: the replay is within a factor 4 of
     # the real run (its host times are the recorded ones; StarPU's own
-    # scheduling time and the recording's cost are not simulated).
+    # scheduling time and the recording's cost are not simulated). Not 2:
+    # under make check -j2 a test beside the recording run once made it
+    # 3.4 times slower than alone (0.567 s against 0.16-0.17 s), and its
+    # replay 0.44 of it. A unit or a lost task's error is far outside 4.
     ratio = p["wall_s"] / sim["recorded_wall_s"]
-    assert 0.5 < ratio < 2.0, (name, p["wall_s"], sim["recorded_wall_s"])
+    assert 0.25 < ratio < 4.0, (name, p["wall_s"], sim["recorded_wall_s"])
     work.append(sum(c["mean_us"] * c["tasks"] for c in p["codelets"]))
 # Every policy simulates the same tasks with the same lengths.
 assert max(work) - min(work) <= 1e-5 * max(work), work

@@ -422,4 +422,6 @@ const mdf_model_def mdf_eam_model_def = {
     .cuda_func = mdf_eam_cuda,
     .aux_cuda_func = mdf_eam_aux_cuda,
 #endif
+    /* eam_rows: a chunk holding its system whole reads n_up alone */
+    .flags = MDF_MODEL_HALF_ROWS_WHOLE,
 };

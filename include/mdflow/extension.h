@@ -263,6 +263,9 @@ typedef struct mdf_model_def {
                                     * row (the n_up entries, j > i): the list builds
                                     * then leave the back out (n_down 0), about half
                                     * of their sweep */
+#define MDF_MODEL_HALF_ROWS_WHOLE 8 /* as MDF_MODEL_HALF_ROWS, for the lists of chunks
+                                     * that hold whole systems only (the codelet
+                                     * reads a slice's back: pairs across its edge) */
 
 mdf_status mdf_register_model(const mdf_model_def *d, mdf_error *err);
 const mdf_model_def *mdf_model_def_find(const char *name);
