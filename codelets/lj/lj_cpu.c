@@ -260,6 +260,19 @@ LJ_SPECIALISED void lj_atom_staged(int32_t i, int32_t lo, int32_t hi, int slice,
     lj_row_add_to(&r, f + 3 * i, acc, virial);
 }
 
+/* One pair of lj_atom_halo's vectorised pass at separation (ax, ay, az):
+ * returns its energy and sets *g (the force on i is -g d), both zero
+ * beyond the cutoff (a mask, no branch: the loop stays vectorised). */
+static inline double lj_masked_pair(const mdf_lj_coef *c, double ax, double ay, double az, double *g)
+{
+    const double r2 = ax * ax + ay * ay + az * az;
+    const double inside = r2 < c->rc2 ? 1.0 : 0.0;
+    double fpair;
+    const double en = mdf_lj_pair_coef(c, r2, &fpair);
+    *g = fpair * inside;
+    return inside * en;
+}
+
 /* Atom i's row under the halo contract (MDF_PART_ROWS_HALO), one species
  * and 5-bit entries: the pairs of lj_atom_staged for a slice, every one
  * whole (no down entries, no upper edge), with positions from wp, the
@@ -292,12 +305,8 @@ LJ_SPECIALISED void lj_atom_halo(int32_t i, int32_t lo, int virial, const double
 #pragma omp simd reduction(+ : e, sx, sy, sz, wxx, wxy, wxz, wyy, wyz, wzz)
         for (int32_t k = 0; k < n; k++) {
             const double ax = dx[k], ay = dy[k], az = dz[k];
-            const double r2 = ax * ax + ay * ay + az * az;
-            const double inside = r2 < c.rc2 ? 1.0 : 0.0;
-            double fpair;
-            const double en = mdf_lj_pair_coef(&c, r2, &fpair);
-            const double g = fpair * inside;
-            e += inside * en;
+            double g;
+            e += lj_masked_pair(&c, ax, ay, az, &g);
             wxx += ax * ax * g, wxy += ax * ay * g, wxz += ax * az * g;
             wyy += ay * ay * g, wyz += ay * az * g, wzz += az * az * g;
             dx[k] = ax * g, dy[k] = ay * g, dz[k] = az * g;
@@ -308,12 +317,8 @@ LJ_SPECIALISED void lj_atom_halo(int32_t i, int32_t lo, int virial, const double
 #pragma omp simd reduction(+ : e, sx, sy, sz)
         for (int32_t k = 0; k < n; k++) {
             const double ax = dx[k], ay = dy[k], az = dz[k];
-            const double r2 = ax * ax + ay * ay + az * az;
-            const double inside = r2 < c.rc2 ? 1.0 : 0.0;
-            double fpair;
-            const double en = mdf_lj_pair_coef(&c, r2, &fpair);
-            const double g = fpair * inside;
-            e += inside * en;
+            double g;
+            e += lj_masked_pair(&c, ax, ay, az, &g);
             dx[k] = ax * g, dy[k] = ay * g, dz[k] = az * g;
             sx += dx[k], sy += dy[k], sz += dz[k];
         }
