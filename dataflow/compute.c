@@ -12,6 +12,7 @@
 #include "../codelets/common/mdf_codelet.h"
 #include "../codelets/gather/gather_codelet.h"
 #include "mdflow/runtime.h"
+#include "mdflow/stage.h"
 
 #define MDF_DEFAULT_SKIN 1.0
 /* Automatic chunk size: enough chunks for every worker to share a batch
@@ -317,12 +318,12 @@ static void destroy_shard_ws(shard_ws *w)
     free(w->systems);
 }
 
-/* Whether chunk ch holds each of its systems whole (no slice). */
+/* Whether chunk ch holds each of its systems whole (no slice): those
+ * between its first and last are. */
 static int chunk_is_whole(const mdf_chunk *ch, const mdf_sys_info *sys)
 {
-    if (ch->sys_end <= ch->sys_begin) return 1;
-    const mdf_sys_info *first = &sys[ch->sys_begin], *last = &sys[ch->sys_end - 1];
-    return ch->atom_begin <= first->atom_start && ch->atom_end >= last->atom_start + last->natoms;
+    return ch->sys_end <= ch->sys_begin ||
+           (mdf_chunk_holds_whole(ch, &sys[ch->sys_begin]) && mdf_chunk_holds_whole(ch, &sys[ch->sys_end - 1]));
 }
 
 /* The slice size of a periodic system of natoms atoms alone in its batch
@@ -454,9 +455,9 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
     mdf_status st = MDF_OK;
     if (!(c->cfg.skin >= 0.0) || c->cfg.chunk_atoms < 0)
         st = mdf_error_set(err, MDF_ERR_INVALID, "skin must be >= 0 Å and chunk size >= 0 atoms (0: automatic)");
-    else if (c->cfg.rebuild_every < 1 || c->cfg.rebuild_every > 1000000)
-        st = mdf_error_set(err, MDF_ERR_INVALID, "rebuild interval %d: give 1 to 1000000 steps",
-                           (int)c->cfg.rebuild_every);
+    else if (c->cfg.rebuild_every < 1 || c->cfg.rebuild_every > MDF_REBUILD_EVERY_MAX)
+        st = mdf_error_set(err, MDF_ERR_INVALID, "rebuild interval %d: give 1 to %d steps", (int)c->cfg.rebuild_every,
+                           MDF_REBUILD_EVERY_MAX);
     /* With the automatic size and a shard per worker or more, the shards
      * already keep every worker busy: whole systems then share one chunk
      * per shard (fewer, larger tasks: StarPU's per-task cost is ~10 µs).

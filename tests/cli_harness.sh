@@ -97,3 +97,41 @@ argon_clusters() {
     }
 }'
 }
+
+# argon_crystal PY SEED A JITTER VSIGMA CENTRE XYZ DATA: a periodic fcc argon
+# crystal (4x4x4 cells, 256 atoms, lattice A Å) with positions jittered by
+# N(0, JITTER) Å and velocities N(0, VSIGMA) Å per ASE time unit (CENTRE 1:
+# less their mean), as extended XYZ (XYZ, mdflow's units) and as a LAMMPS
+# data file (DATA, metal units: Å/ps), with the Python PY (numpy, ase).
+argon_crystal() {
+    "$1" - "$2" "$3" "$4" "$5" "$6" "$7" "$8" <<'PYEOF'
+import sys
+import numpy as np
+from ase.lattice.cubic import FaceCenteredCubic
+from ase import units
+from ase.data import atomic_masses
+seed, lat, jitter, vsigma = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+centre, xyz, data = sys.argv[5] == "1", sys.argv[6], sys.argv[7]
+rng = np.random.default_rng(seed)
+a = FaceCenteredCubic("Ar", latticeconstant=lat, size=(4, 4, 4), pbc=True)
+a.positions += rng.normal(0.0, jitter, a.positions.shape)
+v = rng.normal(0.0, vsigma, a.positions.shape)  # Å per ASE time unit (mdflow's)
+if centre:
+    v -= v.mean(axis=0)
+c = a.cell.array
+with open(xyz, "w") as f:
+    f.write("%d\nLattice=\"%s\" Properties=species:S:1:pos:R:3:velocities:R:3 pbc=\"T T T\"\n"
+            % (len(a), " ".join("%.17g" % x for x in c.flat)))
+    for p, w in zip(a.positions, v):
+        f.write("Ar %.17g %.17g %.17g %.17g %.17g %.17g\n" % (*p, *w))
+with open(data, "w") as f:
+    f.write("argon\n\n%d atoms\n1 atom types\n\n0 %.17g xlo xhi\n0 %.17g ylo yhi\n0 %.17g zlo zhi\n\n"
+            % (len(a), c[0, 0], c[1, 1], c[2, 2]))
+    f.write("Masses\n\n1 %.17g\n\nAtoms # atomic\n\n" % atomic_masses[18])
+    for i, p in enumerate(a.positions):
+        f.write("%d 1 %.17g %.17g %.17g\n" % (i + 1, *p))
+    f.write("\nVelocities\n\n")
+    for i, w in enumerate(v):  # Å/ps
+        f.write("%d %.17g %.17g %.17g\n" % (i + 1, *(w * units.fs * 1000.0)))
+PYEOF
+}

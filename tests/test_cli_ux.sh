@@ -130,31 +130,7 @@ if [ "$rc" -eq 0 ]; then pass "--sched eager runs"; else fail "--sched eager run
 if ! command -v lmp >/dev/null 2>&1 || ! "$PY" -c "import ase" 2>/dev/null; then
     echo "# SKIP pressure against LAMMPS: lmp or ase missing"
 else
-    "$PY" - <<'PYEOF'
-import numpy as np
-from ase.lattice.cubic import FaceCenteredCubic
-from ase import units
-from ase.data import atomic_masses
-rng = np.random.default_rng(7)
-a = FaceCenteredCubic("Ar", latticeconstant=5.1, size=(4, 4, 4), pbc=True)
-a.positions += rng.normal(0.0, 0.08, a.positions.shape)
-v = rng.normal(0.0, 0.004, a.positions.shape)  # Å per ASE time unit (mdflow's)
-with open("crystal.xyz", "w") as f:
-    c = a.cell.array
-    f.write("%d\nLattice=\"%s\" Properties=species:S:1:pos:R:3:velocities:R:3 pbc=\"T T T\"\n"
-            % (len(a), " ".join("%.17g" % x for x in c.flat)))
-    for p, w in zip(a.positions, v):
-        f.write("Ar %.17g %.17g %.17g %.17g %.17g %.17g\n" % (*p, *w))
-with open("data.lmp", "w") as f:
-    f.write("argon\n\n%d atoms\n1 atom types\n\n0 %.17g xlo xhi\n0 %.17g ylo yhi\n0 %.17g zlo zhi\n\n"
-            % (len(a), c[0, 0], c[1, 1], c[2, 2]))
-    f.write("Masses\n\n1 %.17g\n\nAtoms # atomic\n\n" % atomic_masses[18])
-    for i, p in enumerate(a.positions):
-        f.write("%d 1 %.17g %.17g %.17g\n" % (i + 1, *p))
-    f.write("\nVelocities\n\n")
-    for i, w in enumerate(v):  # Å/ps
-        f.write("%d %.17g %.17g %.17g\n" % (i + 1, *(w * units.fs * 1000.0)))
-PYEOF
+    argon_crystal "$PY" 7 5.1 0.08 0.004 0 crystal.xyz data.lmp
     cat >in.lmp <<'LMP'
 units metal
 atom_style atomic

@@ -151,6 +151,21 @@ static void keep_final(sys_final *y, const mdf_frame *f, const mdf_system_view *
     y->force = dup_array(f->forces, 3 * f->natoms);
 }
 
+/* The final frames of systems [0, n) of batch b, into out[0..n). */
+static void keep_batch_finals(mdf_batch *b, sys_final *out, size_t n)
+{
+    memset(out, 0, n * sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        mdf_frame g;
+        memset(&g, 0, sizeof g);
+        mdf_system_view v;
+        TU_CALL(mdf_batch_get_frame, b, i, &g);
+        TU_CALL(mdf_batch_get_system, b, i, &v);
+        keep_final(&out[i], &g, &v);
+        mdf_frame_free(&g);
+    }
+}
+
 static void free_finals(sys_final *y, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -536,14 +551,7 @@ static void run_big_optimiser(int kind, const char *method, sys_final *out, work
     TU_CALL(mdf_stage_run, s, b, m, &rep);
     mdf_stage_destroy(s);
     TU_CALL(mdf_batch_sync, b);
-    mdf_frame g;
-    memset(&g, 0, sizeof g);
-    mdf_system_view v;
-    TU_CALL(mdf_batch_get_frame, b, 0, &g);
-    TU_CALL(mdf_batch_get_system, b, 0, &v);
-    memset(out, 0, sizeof *out);
-    keep_final(out, &g, &v);
-    mdf_frame_free(&g);
+    keep_batch_finals(b, out, 1);
     mdf_batch_destroy(b);
     mdf_model_destroy(m);
     mdf_frame_free(&f);
@@ -593,16 +601,7 @@ static void run_rule(int kind, int every, int nocheck, double skin, sys_final *o
     mdf_stage_destroy(s);
     TU_CALL(mdf_batch_sync, b);
     *builds = rep.list_rebuilds;
-    memset(out, 0, 2 * sizeof *out);
-    for (int k = 0; k < 2; k++) {
-        mdf_frame g;
-        memset(&g, 0, sizeof g);
-        mdf_system_view v;
-        TU_CALL(mdf_batch_get_frame, b, k, &g);
-        TU_CALL(mdf_batch_get_system, b, k, &v);
-        keep_final(&out[k], &g, &v);
-        mdf_frame_free(&g);
-    }
+    keep_batch_finals(b, out, 2);
     mdf_batch_destroy(b);
     mdf_model_destroy(m);
     for (int k = 0; k < 2; k++) mdf_frame_free(&f[k]);
@@ -680,16 +679,7 @@ static void run_mixed(int kind, int jittered, sys_final fin[MIXED_SYS], worker_c
     mdf_md_report rep;
     TU_CALL(mdf_md_run, b, m, &md, &rep);
     TU_CALL(mdf_batch_sync, b);
-    memset(fin, 0, sizeof(sys_final) * MIXED_SYS);
-    for (size_t i = 0; i < MIXED_SYS; i++) {
-        mdf_frame g;
-        memset(&g, 0, sizeof g);
-        mdf_system_view v;
-        TU_CALL(mdf_batch_get_frame, b, i, &g);
-        TU_CALL(mdf_batch_get_system, b, i, &v);
-        keep_final(&fin[i], &g, &v);
-        mdf_frame_free(&g);
-    }
+    keep_batch_finals(b, fin, MIXED_SYS);
     mdf_batch_destroy(b);
     mdf_model_destroy(m);
     for (int i = 0; i < MIXED_SYS; i++) mdf_frame_free(&frames[i]);

@@ -12,14 +12,16 @@ typedef struct result {
     double *forces;    /* 3n */
     double *positions; /* 3n, at the end (evaluate_steps) */
     int64_t overflowed; /* atoms with more neighbours than list slots */
+    int nchunks;        /* the run's model chunks */
 } result;
 
-/* Energy, forces and virial of one frame after `steps` velocity Verlet
- * steps of 1 fs (0: at the start), computed by the StarPU pipeline with the
- * given chunk size (0: default). Steps between the first and the last ask
- * for no virial: the models' other loops. */
-static result evaluate_steps(const mdf_frame *f, const mdf_lj_config *lj, int32_t chunk_atoms, int nshards,
-                             int steps)
+/* Energy, forces and virial of the first of nframes frames (one batch)
+ * after `steps` velocity Verlet steps of 1 fs (0: at the start), computed
+ * by the StarPU pipeline with the given chunk size (0: automatic). Steps
+ * between the first and the last ask for no virial: the models' other
+ * loops. */
+static result evaluate_steps(const mdf_frame *f, size_t nframes, const mdf_lj_config *lj, int32_t chunk_atoms,
+                             int nshards, int steps)
 {
     mdf_model *m = NULL;
     TU_CALL(mdf_model_create_lj, lj, &m);
@@ -27,7 +29,7 @@ static result evaluate_steps(const mdf_frame *f, const mdf_lj_config *lj, int32_
     mdf_batch_config_init(&bc);
     bc.nshards = nshards;
     mdf_batch *b = NULL;
-    TU_CALL(mdf_batch_create, f, 1, &bc, &b);
+    TU_CALL(mdf_batch_create, f, nframes, &bc, &b);
     mdf_md_config md;
     mdf_md_config_init(&md);
     md.steps = steps; /* 0: forces at the starting point only */
@@ -40,7 +42,7 @@ static result evaluate_steps(const mdf_frame *f, const mdf_lj_config *lj, int32_
     TU_CALL(mdf_batch_get_system, b, 0, &v);
     mdf_frame out;
     TU_CALL(mdf_batch_get_frame, b, 0, &out);
-    result r = {.energy = v.potential_energy, .overflowed = rep.overflowed_atoms};
+    result r = {.energy = v.potential_energy, .overflowed = rep.overflowed_atoms, .nchunks = rep.nchunks};
     memcpy(r.virial, v.virial, sizeof r.virial);
     r.forces = malloc(sizeof(double) * 3 * (size_t)f->natoms);
     memcpy(r.forces, out.forces, sizeof(double) * 3 * (size_t)f->natoms);
@@ -57,7 +59,7 @@ static result evaluate_steps(const mdf_frame *f, const mdf_lj_config *lj, int32_
 
 static result evaluate(const mdf_frame *f, const mdf_lj_config *lj, int32_t chunk_atoms, int nshards)
 {
-    return evaluate_steps(f, lj, chunk_atoms, nshards, 0);
+    return evaluate_steps(f, 1, lj, chunk_atoms, nshards, 0);
 }
 
 static double energy_of(const mdf_frame *f, const mdf_lj_config *lj)
@@ -323,9 +325,9 @@ static void test_chunked_equals_single(void **state)
         free(one.forces);
         /* Steps without the virial (a loop of their own): the positions
          * they reach. A force off by 1e-3 would move atoms by 1e-8 Å. */
-        result walk1 = evaluate_steps(&f, &lj, 100000, 1, 4);
+        result walk1 = evaluate_steps(&f, 1, &lj, 100000, 1, 4);
         for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
-            result r = evaluate_steps(&f, &lj, chunks[k], 1, 4);
+            result r = evaluate_steps(&f, 1, &lj, chunks[k], 1, 4);
             for (int64_t a = 0; a < 3 * f.natoms; a++) {
                 assert_true(fabs(r.positions[a] - walk1.positions[a]) < 1e-12);
                 assert_true(fabs(r.forces[a] - walk1.forces[a]) < 1e-13);
@@ -339,34 +341,6 @@ static void test_chunked_equals_single(void **state)
     }
 }
 
-/* Chunks of the model work of a batch of frames (automatic size). */
-static int lone_chunks(const mdf_frame *f, size_t n, const mdf_lj_config *lj, result *r)
-{
-    mdf_model *m = NULL;
-    TU_CALL(mdf_model_create_lj, lj, &m);
-    mdf_batch *b = NULL;
-    TU_CALL(mdf_batch_create, f, n, NULL, &b);
-    mdf_md_config md;
-    mdf_md_config_init(&md);
-    md.steps = 0;
-    md.skin = 0.5;
-    mdf_md_report rep;
-    TU_CALL(mdf_md_run, b, m, &md, &rep);
-    mdf_frame out;
-    TU_CALL(mdf_batch_get_frame, b, 0, &out);
-    mdf_system_view v;
-    TU_CALL(mdf_batch_get_system, b, 0, &v);
-    if (r) {
-        r->energy = v.potential_energy;
-        r->forces = malloc(sizeof(double) * 3 * (size_t)out.natoms);
-        memcpy(r->forces, out.forces, sizeof(double) * 3 * (size_t)out.natoms);
-    }
-    mdf_frame_free(&out);
-    mdf_batch_destroy(b);
-    mdf_model_destroy(m);
-    return rep.nchunks;
-}
-
 /* A periodic system alone in its batch is cut in two from 768 atoms (CPU
  * workers only), below the 2,048-atom slices of large systems, so that two
  * workers share it; in a batch with others it stays whole. The same
@@ -377,19 +351,23 @@ static void test_lone_system_halves(void **state)
     if (mdf_runtime_cuda_workers() > 0) skip();
     mdf_lj_config lj = tu_argon(7.5, 0);
     mdf_frame pair[2] = {tu_fcc(6, 6, 6, 5.3, 18, 0.0, 0.05, 21), tu_fcc(3, 3, 3, 5.3, 18, 0.0, 0.05, 22)};
-    result alone, batched;
-    assert_int_equal(lone_chunks(pair, 1, &lj, &alone), 2);    /* 864 atoms: 432 + 432 */
-    assert_int_equal(lone_chunks(pair, 2, &lj, &batched), 1);  /* with a second system: whole */
+    result alone = evaluate_steps(pair, 1, &lj, 0, 1, 0), batched = evaluate_steps(pair, 2, &lj, 0, 1, 0);
+    assert_int_equal(alone.nchunks, 2);   /* 864 atoms: 432 + 432 */
+    assert_int_equal(batched.nchunks, 1); /* with a second system: whole */
     assert_true(tu_reldiff(alone.energy, batched.energy, 1e-30) < 1e-12);
     for (int64_t a = 0; a < 3 * pair[0].natoms; a++) assert_true(fabs(alone.forces[a] - batched.forces[a]) < 1e-13);
     free(alone.forces);
     free(batched.forces);
-    assert_int_equal(lone_chunks(&pair[1], 1, &lj, NULL), 1); /* 108 atoms */
     mdf_frame open = tu_fcc(6, 6, 6, 5.3, 18, 0.0, 0.05, 23);
     open.pbc[0] = open.pbc[1] = open.pbc[2] = 0;
     open.has_cell = 0;
     memset(open.cell, 0, sizeof open.cell);
-    assert_int_equal(lone_chunks(&open, 1, &lj, NULL), 1); /* open: whole (its all-pairs path) */
+    const mdf_frame *whole[2] = {&pair[1], &open}; /* 108 atoms; open: its all-pairs path */
+    for (int k = 0; k < 2; k++) {
+        result r = evaluate_steps(whole[k], 1, &lj, 0, 1, 0);
+        assert_int_equal(r.nchunks, 1);
+        free(r.forces);
+    }
     mdf_frame_free(&open);
     for (int k = 0; k < 2; k++) mdf_frame_free(&pair[k]);
 }

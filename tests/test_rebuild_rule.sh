@@ -31,32 +31,7 @@ fi
 
 # 256 atoms, 21 Å cell, cutoff 8.5 Å + skin 0.2 Å (or 1 Å); velocities of about
 # 5 Å/ps: 10 steps of 5 fs move atoms about 0.25 Å, past skin/2.
-"$PY" - <<'PYEOF'
-import numpy as np
-from ase.lattice.cubic import FaceCenteredCubic
-from ase import units
-from ase.data import atomic_masses
-rng = np.random.default_rng(11)
-a = FaceCenteredCubic("Ar", latticeconstant=5.26, size=(4, 4, 4), pbc=True)
-a.positions += rng.normal(0.0, 0.05, a.positions.shape)
-v = rng.normal(0.0, 0.05, a.positions.shape)  # Å per ASE time unit (mdflow's)
-v -= v.mean(axis=0)
-c = a.cell.array
-with open("hot.xyz", "w") as f:
-    f.write("%d\nLattice=\"%s\" Properties=species:S:1:pos:R:3:velocities:R:3 pbc=\"T T T\"\n"
-            % (len(a), " ".join("%.17g" % x for x in c.flat)))
-    for p, w in zip(a.positions, v):
-        f.write("Ar %.17g %.17g %.17g %.17g %.17g %.17g\n" % (*p, *w))
-with open("data.lmp", "w") as f:
-    f.write("argon\n\n%d atoms\n1 atom types\n\n0 %.17g xlo xhi\n0 %.17g ylo yhi\n0 %.17g zlo zhi\n\n"
-            % (len(a), c[0, 0], c[1, 1], c[2, 2]))
-    f.write("Masses\n\n1 %.17g\n\nAtoms # atomic\n\n" % atomic_masses[18])
-    for i, p in enumerate(a.positions):
-        f.write("%d 1 %.17g %.17g %.17g\n" % (i + 1, *p))
-    f.write("\nVelocities\n\n")
-    for i, w in enumerate(v):  # Å/ps
-        f.write("%d %.17g %.17g %.17g\n" % (i + 1, *(w * units.fs * 1000.0)))
-PYEOF
+argon_crystal "$PY" 11 5.26 0.05 0.05 1 hot.xyz data.lmp
 
 # lammps NAME "NEIGH_MODIFY": 40 steps; NAME.txt holds "pe builds", builds
 # as LAMMPS's log counts them (after the setup's).

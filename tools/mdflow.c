@@ -450,8 +450,9 @@ static int apply_option(md_options *o, int c, const char *name, mdf_error *err)
     case OPT_SKIN: return cli_double("--skin", optarg, &o->md.skin, err);
     case OPT_REBUILD_EVERY:
         if (cli_int64("--rebuild-every", optarg, &i, err) != MDF_OK) return err->code;
-        if (i < 1 || i > 1000000)
-            return mdf_error_set(err, MDF_ERR_INVALID, "--rebuild-every %s: give 1 to 1000000 steps", optarg);
+        if (i < 1 || i > MDF_REBUILD_EVERY_MAX)
+            return mdf_error_set(err, MDF_ERR_INVALID, "--rebuild-every %s: give 1 to %d steps", optarg,
+                                 MDF_REBUILD_EVERY_MAX);
         o->md.rebuild_every = (int32_t)i;
         return MDF_OK;
     case OPT_REBUILD_CHECK:

@@ -437,7 +437,7 @@ static mdf_status parse_model(wf_ctx *c, const yaml_node_t *n, mdf_workflow *wf)
     if (st == MDF_OK && (x = lookup(c, n, "skin")))
         st = get_double(c, x, "model.skin", &(wf_range){0.0, INFINITY, CLOSED, OPEN, "Å"}, &wf->skin);
     if (st == MDF_OK && (x = lookup(c, n, "rebuild_every")))
-        st = get_int(c, x, "model.rebuild_every", 1, 1000000, &wf->rebuild_every);
+        st = get_int(c, x, "model.rebuild_every", 1, MDF_REBUILD_EVERY_MAX, &wf->rebuild_every);
     int check = 1;
     if (st == MDF_OK && (x = lookup(c, n, "rebuild_check"))) st = get_bool(c, x, "model.rebuild_check", &check);
     wf->rebuild_nocheck = !check;

@@ -368,10 +368,7 @@ static int64_t lj_list_pairs(const mdf_chunk *c, const mdf_sys_info *s, const md
 }
 
 /* Whether chunk c holds only part of system s (a slice). */
-static int lj_is_slice(const mdf_chunk *c, const mdf_sys_info *s)
-{
-    return c->atom_begin > s->atom_start || c->atom_end < s->atom_start + s->natoms;
-}
+static int lj_is_slice(const mdf_chunk *c, const mdf_sys_info *s) { return !mdf_chunk_holds_whole(c, s); }
 
 MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *w, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
@@ -557,8 +554,8 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         const int32_t *hmap = NULL;
         double *wp = NULL;
         if (slice && args->partial && args->halo_at > 0) {
-            const int32_t *h = mdf_part_halo(f, args->halo_at);
-            hmap = lj_halo(c, &sys[s], s, x, &l, &v, f, mdf_part_halo(f, args->halo_at), args->halo_at / 3);
+            int32_t *h = mdf_part_halo(f, args->halo_at);
+            hmap = lj_halo(c, &sys[s], s, x, &l, &v, f, h, args->halo_at / 3);
             if (hmap) wp = lj_halo_positions(x, v.offset, c->atom_begin, c->atom_end, h);
             if (!wp) {
                 res[s].energy = NAN; /* out of memory: impossible to miss downstream */

@@ -152,6 +152,12 @@ MDF_HD void mdf_chunk_rows(const mdf_chunk *c, const mdf_sys_info *s, int32_t *i
     *i1 = s->atom_start + s->natoms < c->atom_end ? s->atom_start + s->natoms : c->atom_end;
 }
 
+/* Whether chunk c holds all of system s's atoms (s is not sliced there). */
+MDF_HD int mdf_chunk_holds_whole(const mdf_chunk *c, const mdf_sys_info *s)
+{
+    return c->atom_begin <= s->atom_start && c->atom_end >= s->atom_start + s->natoms;
+}
+
 /* Whether a system takes part in work restricted to statuses [lo, hi]. */
 MDF_HD int mdf_status_in(int32_t status, int32_t lo, int32_t hi) { return status >= lo && status <= hi; }
 

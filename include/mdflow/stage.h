@@ -70,6 +70,9 @@ typedef enum mdf_criterion_kind {
                                       * make the model compute the virial every step too */
 } mdf_criterion_kind;
 
+/* The largest mdf_stage_config.rebuild_every (steps). */
+#define MDF_REBUILD_EVERY_MAX 1000000
+
 typedef struct mdf_stage_config {
     const char *integrator;    /* registry name (mdf_integrator_name); default velocity_verlet */
     int32_t status;            /* systems with this status move (default 0) */
@@ -81,7 +84,8 @@ typedef struct mdf_stage_config {
     double skin;               /* Å, neighbour-list skin (default 1) */
     int32_t rebuild_every;     /* consider rebuilding a system's lists only every
                                 * N of its steps since its last build (LAMMPS's
-                                * neigh_modify every N delay 0; default 1) */
+                                * neigh_modify every N delay 0; default 1, at
+                                * most MDF_REBUILD_EVERY_MAX) */
     int32_t rebuild_nocheck;   /* 0 (default): rebuild then only if an atom moved
                                 * more than skin/2 (check yes); 1: rebuild then
                                 * whatever the atoms did (check no: pairs that
