@@ -584,21 +584,25 @@ static mdf_status submitted(int ret, const char *what, int shard, mdf_error *err
 
 /* A many-body model's auxiliary pass over shard k: each chunk writes its
  * own rows (its part, or the shard's array when it is the only chunk),
- * then one task gathers the parts. */
-static mdf_status submit_aux_pass(mdf_compute *c, int k, int32_t lo, int32_t hi, mdf_error *err)
+ * then one task gathers the parts. A chunk whose main task computes them
+ * itself (fused[q]) has no task here; its part, never read, is left as it
+ * was, and when every chunk is fused there is nothing to gather. */
+static mdf_status submit_aux_pass(mdf_compute *c, int k, int32_t lo, int32_t hi, const int *fused, mdf_error *err)
 {
     const mdf_shard *sh = &c->b->shards[k];
     shard_ws *w = &c->ws[k];
-    int split = w->nchunks > 1;
+    int split = w->nchunks > 1, passes = 0;
     mdf_status st = MDF_OK;
     for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
+        if (fused[q]) continue;
         mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
                             .bins = w->bins, .chunk = w->chunks[q], .status_lo = lo, .status_hi = hi,
                             .partial = split};
         st = submitted(mdf_model_insert_aux(c->m, &t, split ? w->auxparts[q] : w->aux), "the model's first pass", k,
                        err);
+        passes++;
     }
-    if (st != MDF_OK || !split) return st;
+    if (st != MDF_OK || !split || passes == 0) return st;
     mdf_gather_args g = {.work = (int64_t)sh->natoms * mdf_model_aux_per_atom(c->m), .nparts = w->nchunks,
                          .per_atom = mdf_model_aux_per_atom(c->m)};
     for (int q = 0; q < w->nchunks; q++) {
@@ -637,13 +641,20 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
     const int32_t halo_at =
         split && mdf_runtime_plan_cuda_workers() == 0 && mdf_runtime_cuda_workers() == 0 ? 3 * sh->atom_cap : 0;
     struct starpu_task *model[MDF_REDUCE_MAX_CHUNKS] = {0};
+    const int cpus_only = mdf_runtime_plan_cuda_workers() == 0 && mdf_runtime_cuda_workers() == 0;
+    const unsigned mf = c->m->def->flags;
+    const mdf_sys_info *sys = c->b->sys + sh->sys_off;
+    /* Chunks whose main task computes the auxiliary values itself. */
+    int fused[MDF_REDUCE_MAX_CHUNKS] = {0};
+    for (int q = 0; q < w->nchunks; q++)
+        fused[q] = w->aux && cpus_only && (mf & MDF_MODEL_AUX_FUSED_WHOLE) && chunk_is_whole(&w->chunks[q], sys);
     mdf_status st = MDF_OK;
     for (int q = 0; st == MDF_OK && q < w->nchunks; q++) {
         mdf_model_task t = {.pos = sh->pos, .atoms = sh->atoms, .sys = sh->sys, .list = w->lists[q],
                             .bins = w->bins, .forces = split ? w->fparts[q] : force,
                             .results = split ? w->rparts[q] : res, .aux = w->aux, .chunk = w->chunks[q],
                             .flags = flags, .status_lo = lo, .status_hi = hi, .partial = split,
-                            .halo_at = halo_at};
+                            .halo_at = halo_at, .fuse_aux = fused[q]};
         if (!(model[q] = mdf_model_prepare(c->m, &t))) st = submitted(-ENOMEM, "the model", k, err);
     }
     if (st == MDF_OK && w->nchunks == 1 && mdf_runtime_plan_cuda_workers() > 0) {
@@ -662,9 +673,6 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
          * near-empty build, one that re-lists a system costs its atoms,
          * and the dmda family sees which. */
         mdf_nl_build_args builds[MDF_REDUCE_MAX_CHUNKS];
-        const int cpus_only = mdf_runtime_plan_cuda_workers() == 0 && mdf_runtime_cuda_workers() == 0;
-        const unsigned mf = c->m->def->flags;
-        const mdf_sys_info *sys = c->b->sys + sh->sys_off;
         for (int q = 0; q < w->nchunks; q++) {
             const int32_t up_only = cpus_only && ((mf & MDF_MODEL_HALF_ROWS) ||
                                                   ((mf & MDF_MODEL_HALF_ROWS_WHOLE) && chunk_is_whole(&w->chunks[q], sys)));
@@ -676,7 +684,7 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
                                                 w->nchunks),
                        "neighbour lists", k, err);
     }
-    if (st == MDF_OK && w->aux) st = submit_aux_pass(c, k, lo, hi, err);
+    if (st == MDF_OK && w->aux) st = submit_aux_pass(c, k, lo, hi, fused, err);
     for (int q = 0; q < w->nchunks; q++) {
         if (st == MDF_OK) st = submitted(mdf_task_submit(model[q]), "the model", k, err);
         else mdf_task_drop(model[q]);

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <pthread.h>
 #include <unistd.h>
+#include "real_text.h"
 #include "mdflow/xyz.h"
 
 /* Properties when a frame's comment line has none (ASE's default). */
@@ -160,17 +161,12 @@ static void sb_free(strbuf *b)
     sb_init(b);
 }
 
-/* A short decimal form that reads back as exactly x ("%.17g" always would,
- * but 0.1 then prints as 0.10000000000000001). */
+/* A short decimal form that reads back as exactly x: "%.16g" when that
+ * does (0.1 stays "0.1"), else "%.17g" (real_text.c, which finds the
+ * digits without glibc's multi-precision formatting). */
 static void format_real(char *buf, size_t size, double x)
 {
-    /* 16 digits (%g drops trailing zeros: 0.1 stays "0.1") round-trip for
-     * most doubles; 17 always do. One try fewer than starting at 15, which
-     * rarely round-trips for computed values: a third of the time it takes
-     * to write a trajectory's numbers. */
-    snprintf(buf, size, "%.16g", x);
-    if (strtod(buf, NULL) == x) return;
-    snprintf(buf, size, "%.17g", x);
+    mdf_real_text(buf, size, x);
 }
 
 /* ------------------------------------------------------------------------ */

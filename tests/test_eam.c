@@ -10,7 +10,8 @@
  *       and NiAlH_jea.eam.fs (random occupation; NiAlH's cross densities
  *       rho_{a,b} and rho_{b,a} differ);
  *   (d) a 2,916-atom crystal, sliced into chunks whose densities are
- *       gathered (the auxiliary pass's gather path);
+ *       gathered (the auxiliary pass's gather path), alone and beside a
+ *       whole system whose chunk computes its own densities (fused);
  *   (e) densities beyond the F(rho) table (F continued linearly, as LAMMPS)
  *       and lists too short for the neighbours (atoms walked from cells).
  * LAMMPS writes forces with %.17g (dump sorted by id) and prints pe and the
@@ -182,6 +183,20 @@ static void test_sliced(void **state)
     alloy(&in, 0.6, 42);
     compare(&alcu, &in, 1, 0);
     mdf_frame_free(&in);
+}
+
+/* One shard holding a sliced system (2,916 atoms: two slices, their
+ * densities from the auxiliary pass, gathered) and a whole one (108 atoms:
+ * its chunk computes its own densities in the main task, with CPU workers
+ * only, MDF_MODEL_AUX_FUSED_WHOLE): both kinds of chunk in one evaluation. */
+static void test_sliced_beside_whole(void **state)
+{
+    (void)state;
+    mdf_frame in[2] = {tu_fcc(9, 9, 9, 3.7, 13, 0.0, 0.1, 43), tu_fcc(3, 3, 3, 3.8, 13, 0.0, 0.1, 44)};
+    alloy(&in[0], 0.6, 45);
+    alloy(&in[1], 0.4, 46);
+    compare(&alcu, in, 2, 1);
+    for (int k = 0; k < 2; k++) mdf_frame_free(&in[k]);
 }
 
 static void test_funcfl(void **state)
@@ -369,7 +384,7 @@ int main(void)
     tu_start(NULL, 2, 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nktv2p),       cmocka_unit_test(test_alloy_crystals), cmocka_unit_test(test_alloy_cluster),
-        cmocka_unit_test(test_sliced),       cmocka_unit_test(test_funcfl),         cmocka_unit_test(test_fs),
+        cmocka_unit_test(test_sliced),       cmocka_unit_test(test_sliced_beside_whole), cmocka_unit_test(test_funcfl),         cmocka_unit_test(test_fs),
         cmocka_unit_test(test_beyond_rhomax), cmocka_unit_test(test_short_lists), cmocka_unit_test(test_small_cells),
         cmocka_unit_test(test_file_errors),  cmocka_unit_test(test_missing_element),
     };

@@ -17,6 +17,7 @@
 #include "mdflow/frame.h"
 #include "mdflow/xyz.h"
 #include "testutil.h"
+#include "../io/real_text.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixtures                                                                  */
@@ -1001,6 +1002,78 @@ static void test_error_struct_never_read(void **state)
     mdf_frame_list_free(&l);
 }
 
+/* The writer's numbers (io/real_text.c) against glibc: "%.16g" when
+ * strtod reads it back as the same double, else "%.17g", the text byte for
+ * byte, on random doubles of every magnitude (both sides of the fast
+ * path's range), binary fractions n / 2^j (exact decimal ties at the 16th
+ * digit, rounded half to even), short decimals, powers of two and ten and
+ * their neighbours. */
+static void glibc_real(char *buf, size_t size, double x)
+{
+    snprintf(buf, size, "%.16g", x);
+    if (strtod(buf, NULL) != x) snprintf(buf, size, "%.17g", x);
+}
+
+static void check_real_text(double x, long *checked)
+{
+    char want[64], got[64];
+    glibc_real(want, sizeof want, x);
+    int n = mdf_real_text(got, sizeof got, x);
+    if (strcmp(want, got) != 0 || n != (int)strlen(got)) {
+        print_message("%a: glibc '%s', mdf_real_text '%s' (length %d)\n", x, want, got, n);
+        fail();
+    }
+    ++*checked;
+}
+
+static void test_real_text(void **state)
+{
+    (void)state;
+    long checked = 0;
+    uint64_t st = 20261128;
+    for (int i = 0; i < 2000000; i++) { /* random bits, |x| from about 1e-8 to 1e17 */
+        uint64_t u = (uint64_t)(tu_rand(&st) * 4503599627370496.0); /* 52 bits */
+        uint64_t e = 996 + (uint64_t)(tu_rand(&st) * 87.0);           /* 2^-27 .. 2^59 */
+        u |= e << 52;
+        if (tu_rand(&st) < 0.5) u |= UINT64_C(1) << 63;
+        double x;
+        memcpy(&x, &u, sizeof x);
+        check_real_text(x, &checked);
+    }
+    for (int i = 0; i < 500000; i++) { /* n / 2^j: decimal ties at the 16th digit */
+        int j = 1 + (int)(tu_rand(&st) * 12.0);
+        double n = floor(tu_rand(&st) * 9007199254740992.0 / (1 << (int)(tu_rand(&st) * 12.0)));
+        check_real_text(n / (double)(1 << j), &checked);
+    }
+    for (int i = 0; i < 200000; i++) { /* short decimals: 3.7, 0.125, 12.5e-3 */
+        char t[64];
+        snprintf(t, sizeof t, "%d.%de%d", (int)(tu_rand(&st) * 1000), (int)(tu_rand(&st) * 1000),
+                 (int)(tu_rand(&st) * 24) - 8);
+        check_real_text(strtod(t, NULL), &checked);
+    }
+    for (int k = -1074; k <= 1023; k++) { /* powers of two and their neighbours */
+        double x = ldexp(1.0, k);
+        check_real_text(x, &checked);
+        check_real_text(nextafter(x, 0.0), &checked);
+        check_real_text(nextafter(x, INFINITY), &checked);
+    }
+    for (int k = -20; k <= 22; k++) { /* powers of ten, their neighbours, 9.99...9 */
+        char t[32];
+        snprintf(t, sizeof t, "1e%d", k);
+        double x = strtod(t, NULL);
+        for (int d = -3; d <= 3; d++) {
+            double y = x;
+            for (int q = 0; q < (d < 0 ? -d : d); q++) y = nextafter(y, d < 0 ? 0.0 : INFINITY);
+            check_real_text(y, &checked);
+            check_real_text(-y, &checked);
+        }
+    }
+    const double special[] = {0.0, -0.0, 0.1, 0.2, 0.3, 1.0 / 3.0, 2.0 / 3.0, 0.5, 2.5, 1e-5, 1e15, 9.999999999999999e14,
+                              0.9999999999999999, 99999999999999.99, 5e-324, 1.7976931348623157e308, 63.546};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) check_real_text(special[i], &checked);
+    printf("# %ld doubles formatted as glibc does\n", checked);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1037,6 +1110,7 @@ int main(void)
         cmocka_unit_test(test_frame_info_and_list),
         cmocka_unit_test(test_elements),
         cmocka_unit_test(test_error_struct_never_read),
+        cmocka_unit_test(test_real_text),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

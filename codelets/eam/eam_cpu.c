@@ -74,7 +74,7 @@ typedef struct eam_stage {
     int32_t *j, *both, *m;
 } eam_stage;
 
-static int eam_stage_alloc(eam_stage *st, int32_t slots)
+static int eam_stage_alloc(eam_stage *st, int64_t slots)
 {
     const size_t n = (size_t)(slots > 0 ? slots : 1);
     double *d = malloc(sizeof(double) * 6 * n);
@@ -111,38 +111,106 @@ static double *eam_task_alloc(const mdf_chunk *c, int32_t slots, eam_stage *st)
     return NULL;
 }
 
-/* The list rows [lo, hi) of system s: 5-bit entries (wide = 0) or wide ones
- * (small cells), one element or several; the flags are constants at each
- * call, so the compiler specialises every copy. A row runs in three
- * passes: gather the pairs within the cut-off into st (compacted without
- * a branch: about half a list with a 1 Å skin lies beyond it, at random);
- * then every pair's r, 1 / r and spline row at once, a loop the compiler
- * vectorises (square roots and divisions several per instruction); then
- * fn on each pair. */
+/* Stages row i's pairs within the cut-off from its list (at most M
+ * entries) into st from index `at` on, and returns their count:
+ * positions d = r_j - r_i, r² in st->r2, j and whether j is one of the
+ * rows (both). 5-bit entries (wide = 0) or wide ones (small cells); the
+ * flag is a constant at each call, so the compiler specialises every copy.
+ * Compacted without a branch: about half a list with a 1 Å skin lies
+ * beyond the cut-off, at random. Down entries (j < i) count only when j
+ * lies outside the rows (a slice's edge): a chunk holding the whole system
+ * (parts 1) skips them all. */
+EAM_INLINE int32_t eam_row_gather(const double *w, const mdf_nl_list_view *l, const mdf_nl_shifts *sh, int32_t li,
+                                  int32_t i, int32_t lo, int32_t hi, int parts, double cutsq, int wide,
+                                  const eam_stage *st, int64_t at)
+{
+
+    double *restrict sdx = st->dx + at, *restrict sdy = st->dy + at, *restrict sdz = st->dz + at;
+    double *restrict sr2 = st->r2 + at;
+    int32_t *restrict sj = st->j + at, *restrict sboth = st->both + at;
+    const int32_t M = l->head->slots;
+    const double xi[3] = {w[3 * (size_t)i], w[3 * (size_t)i + 1], w[3 * (size_t)i + 2]};
+    const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
+    int32_t n = 0;
+    for (int part = 0; part < parts; part++) {
+        const int32_t k0 = part ? M - l->n_down[li] : 0, k1 = part ? M : l->n_up[li];
+        for (int32_t k = k0; k < k1; k++) {
+            double t[3], d[3];
+            const int32_t j = wide ? mdf_nl_shifts_get(sh, nb[k], t) : mdf_nl_shifts_get5(sh, nb[k], t);
+            const int inside = j >= lo && j < hi;
+            for (int q = 0; q < 3; q++) d[q] = w[3 * (size_t)j + q] + t[q] - xi[q];
+            const double r2 = mdf_nl_norm2(d[0], d[1], d[2]);
+            sdx[n] = d[0], sdy[n] = d[1], sdz[n] = d[2], sr2[n] = r2, sj[n] = j, sboth[n] = inside;
+            /* kept when within the cut-off and not an up entry of j's */
+            n += (r2 < cutsq) & !(part && inside);
+        }
+    }
+    return n;
+}
+
+/* Every staged pair's r, 1 / r and spline row, [k0, k1): a loop the
+ * compiler vectorises (square roots and divisions several per
+ * instruction). */
+EAM_INLINE void eam_stage_lengths(const eam_stage *st, int64_t k0, int64_t k1, double rdr, int32_t nr)
+{
+    const double *restrict sr2 = st->r2;
+    double *restrict srecip = st->recip, *restrict sst = st->t;
+    int32_t *restrict sm = st->m;
+#pragma omp simd
+    for (int64_t k = k0; k < k1; k++) eam_pair_lengths(sr2[k], rdr, nr, &srecip[k], &sm[k], &sst[k]);
+}
+
+/* fn on staged pairs [k0, k1) of row i. */
+EAM_INLINE void eam_stage_apply(const eam_stage *st, int64_t k0, int64_t k1, eam_pair_fn fn, void *user,
+                                eam_row *r, int32_t i)
+{
+    for (int64_t k = k0; k < k1; k++) {
+        const eam_pair q = {.j = st->j[k], .both = st->both[k], .m = st->m[k],
+                            .d = {st->dx[k], st->dy[k], st->dz[k]}, .recip = st->recip[k], .t = st->t[k]};
+        fn(user, r, i, &q);
+    }
+}
+
+/* Whether row li holds more neighbours than its list's slots (it walks
+ * its cells instead). */
+static inline int eam_row_overflows(const mdf_nl_list_view *l, int32_t li)
+{
+    return l->n_up[li] + l->n_down[li] > l->head->slots;
+}
+
+/* A row's sums with the element fields set. */
+EAM_INLINE eam_row eam_row_start(const mdf_eam_params *p, const mdf_atom_info *atoms, int32_t i, int single)
+{
+    eam_row r = {0};
+    r.ei = single ? 0 : mdf_eam_elem(p, atoms[i].z);
+    r.single = single;
+    return r;
+}
+
+/* The list rows [lo, hi) of system s, one element or several (single, a
+ * constant at each call). A row runs in three passes: gather its pairs
+ * within the cut-off into st (eam_row_gather), then every pair's lengths
+ * at once (eam_stage_lengths), then fn on each pair. A row with more
+ * neighbours than slots walks its cells. */
 EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *si, int32_t s, const mdf_nl_list_view *l,
                          const mdf_nl_bins_view *v, const mdf_nl_shifts *sh, const mdf_atom_info *atoms,
                          const mdf_eam_params *p, int32_t atom_begin, int32_t lo, int32_t hi, double cutsq,
                          int wide, int single, const eam_stage *st, eam_pair_fn fn, eam_row_fn begin,
                          eam_row_fn end, void *user)
 {
-    double *restrict sdx = st->dx, *restrict sdy = st->dy, *restrict sdz = st->dz, *restrict sr2 = st->r2;
-    double *restrict srecip = st->recip, *restrict sst = st->t;
-    int32_t *restrict sj = st->j, *restrict sboth = st->both, *restrict sm = st->m;
-    const int32_t M = l->head->slots;
     const mdf_nl_grid *g = &v->grid[s];
     const int32_t *cs = v->cell_start + si->atom_start + s;
+    const int parts = lo == si->atom_start && hi == si->atom_start + si->natoms ? 1 : 2;
     for (int32_t i = lo; i < hi; i++) {
         const int32_t li = i - atom_begin;
-        eam_row r = {0};
-        r.ei = single ? 0 : mdf_eam_elem(p, atoms[i].z);
-        r.single = single;
+        eam_row r = eam_row_start(p, atoms, i, single);
         begin(user, &r, i);
-        double d[3];
-        if (l->n_up[li] + l->n_down[li] > M) {
+        if (eam_row_overflows(l, li)) {
             /* more neighbours than slots: walk the cells */
             mdf_nl_pairs pw;
             mdf_nl_pairs_begin(&pw, i, x, v->offset, g, cs, v->sorted, v->cell_of, cutsq);
             int32_t j, n[3];
+            double d[3];
             while (mdf_nl_pairs_next(&pw, &j, n, d)) {
                 const int inside = j >= lo && j < hi;
                 if (inside && !mdf_nl_pair_is_up(i, j, n)) continue; /* from j's side */
@@ -153,34 +221,9 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
             end(user, &r, i);
             continue;
         }
-        const double xi[3] = {w[3 * (size_t)i], w[3 * (size_t)i + 1], w[3 * (size_t)i + 2]};
-        const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
-        int32_t n = 0;
-        /* Down entries (j < i) count only when j lies outside the rows (a
-         * slice's edge): a chunk holding the whole system skips them all. */
-        const int parts = lo == si->atom_start && hi == si->atom_start + si->natoms ? 1 : 2;
-        for (int part = 0; part < parts; part++) {
-            const int32_t k0 = part ? M - l->n_down[li] : 0, k1 = part ? M : l->n_up[li];
-            for (int32_t k = k0; k < k1; k++) {
-                double t[3];
-                const int32_t j = wide ? mdf_nl_shifts_get(sh, nb[k], t) : mdf_nl_shifts_get5(sh, nb[k], t);
-                const int inside = j >= lo && j < hi;
-                for (int q = 0; q < 3; q++) d[q] = w[3 * (size_t)j + q] + t[q] - xi[q];
-                const double r2 = mdf_nl_norm2(d[0], d[1], d[2]);
-                sdx[n] = d[0], sdy[n] = d[1], sdz[n] = d[2], sr2[n] = r2, sj[n] = j, sboth[n] = inside;
-                /* kept when within the cut-off and not an up entry of j's */
-                n += (r2 < cutsq) & !(part && inside);
-            }
-        }
-        const double rdr = p->rdr;
-        const int32_t nr = p->nr;
-#pragma omp simd
-        for (int32_t k = 0; k < n; k++) eam_pair_lengths(sr2[k], rdr, nr, &srecip[k], &sm[k], &sst[k]);
-        for (int32_t k = 0; k < n; k++) {
-            const eam_pair q = {.j = sj[k], .both = sboth[k], .m = sm[k], .d = {sdx[k], sdy[k], sdz[k]},
-                                .recip = srecip[k], .t = sst[k]};
-            fn(user, &r, i, &q);
-        }
+        const int32_t n = eam_row_gather(w, l, sh, li, i, lo, hi, parts, cutsq, wide, st, 0);
+        eam_stage_lengths(st, 0, n, p->rdr, p->nr);
+        eam_stage_apply(st, 0, n, fn, user, &r, i);
         end(user, &r, i);
     }
 }
@@ -339,6 +382,124 @@ MDF_CPU_CLONES void mdf_eam_aux_cpu(void *buffers[], void *cl_arg)
     free(w);
 }
 
+/* ---- both passes in one task (fuse_aux: the chunk holds its systems whole) ---- */
+
+/* Staged pairs a fused system may hold (60 bytes each): a larger system
+ * runs its two passes one after the other over the lists instead. */
+#define EAM_FUSED_MAX_PAIRS ((int64_t)1 << 18)
+
+/* A fused task's working memory: the staged pairs of one system (cap
+ * slots) and where each of its rows ends among them. */
+typedef struct eam_fused_ws {
+    eam_stage st;
+    int64_t cap;
+    int64_t *row_end;
+} eam_fused_ws;
+
+/* Room for `slots` staged pairs (kept when there is already as much). */
+static int eam_fused_reserve(eam_fused_ws *fw, int64_t slots)
+{
+    if (slots <= fw->cap) return 0;
+    eam_stage_free(&fw->st);
+    fw->cap = 0;
+    if (eam_stage_alloc(&fw->st, slots) != 0) return -1;
+    fw->cap = slots;
+    return 0;
+}
+
+/* The pair slots system rows [lo, hi) need when staged whole (their list
+ * fronts; parts 1), or -1 when a row walks its cells instead. */
+static int64_t eam_fused_slots(const mdf_nl_list_view *l, int32_t atom_begin, int32_t lo, int32_t hi)
+{
+    int64_t n = 0;
+    for (int32_t i = lo; i < hi; i++) {
+        if (eam_row_overflows(l, i - atom_begin)) return -1;
+        n += l->n_up[i - atom_begin];
+    }
+    return n;
+}
+
+/* A whole system's rows [lo, hi), staged once for both passes: every pair
+ * within the cut-off gathered and its lengths taken (the work the two
+ * tasks each did), then the densities (into rho, by shard atom), F'(rho)
+ * (into fp, by chunk row, which h->fp is too) and the embedding energies
+ * (into h->e), then
+ * the forces. Each pass meets the pairs in the order eam_rows gives them,
+ * so the sums are those of the two tasks, bit for bit. */
+EAM_INLINE void eam_fused_rows(const double *w, const mdf_nl_list_view *l, const mdf_nl_shifts *sh,
+                               const mdf_atom_info *atoms, const mdf_eam_params *p, int32_t atom_begin, int32_t lo,
+                               int32_t hi, double cutsq, int wide, int single, eam_fused_ws *fw, double *rho,
+                               double *fp, half_force *h)
+{
+    const eam_stage *st = &fw->st;
+    int64_t at = 0;
+    for (int32_t i = lo; i < hi; i++) {
+        at += eam_row_gather(w, l, sh, i - atom_begin, i, lo, hi, 1, cutsq, wide, st, at);
+        fw->row_end[i - lo] = at;
+    }
+    eam_stage_lengths(st, 0, at, p->rdr, p->nr);
+    half_density hd = {p, atoms, rho, 0};
+    for (int32_t i = lo; i < hi; i++) rho[i] = 0.0;
+    for (int32_t i = lo; i < hi; i++) {
+        eam_row r = eam_row_start(p, atoms, i, single);
+        eam_stage_apply(st, i > lo ? fw->row_end[i - lo - 1] : 0, fw->row_end[i - lo], add_density_pair, &hd, &r, i);
+        density_row_end(&hd, &r, i);
+    }
+    for (int32_t i = lo; i < hi; i++) {
+        double d;
+        h->e += mdf_eam_embed(p, single ? 0 : mdf_eam_elem(p, atoms[i].z), rho[i], &d);
+        fp[i - atom_begin] = d;
+    }
+    for (int32_t i = lo; i < hi; i++) {
+        eam_row r = eam_row_start(p, atoms, i, single);
+        force_row_begin(h, &r, i);
+        eam_stage_apply(st, i > lo ? fw->row_end[i - lo - 1] : 0, fw->row_end[i - lo], add_force_pair, h, &r, i);
+        force_row_end(h, &r, i);
+    }
+}
+
+/* One whole system s (rows [lo, hi)) in a fused task: staged when its
+ * pairs fit (eam_fused_rows), else its two passes one after the other
+ * (eam_pairs: a row with more neighbours than slots, or a system too
+ * large to stage). fp, rho and h as in eam_fused_rows; -1 when out of
+ * memory. */
+EAM_INLINE int eam_fused_system(const double *x, double *w, const mdf_sys_info *si, int32_t s, const mdf_nl_list_view *l,
+                            const mdf_nl_bins_view *v, const mdf_atom_info *atoms, const mdf_eam_params *p,
+                            int32_t atom_begin, int32_t lo, int32_t hi, eam_fused_ws *fw, double *rho, double *fp,
+                            half_force *h)
+{
+    const int64_t slots = eam_fused_slots(l, atom_begin, lo, hi);
+    const int staged = slots >= 0 && slots <= EAM_FUSED_MAX_PAIRS;
+    if (eam_fused_reserve(fw, staged ? slots : l->head->slots) != 0) return -1;
+    if (!staged) {
+        half_density hd = {p, atoms, rho, 0};
+        for (int32_t i = lo; i < hi; i++) rho[i] = 0.0;
+        eam_pairs(x, w, si, s, l, v, atoms, p, atom_begin, lo, hi, p->cutsq, &fw->st, add_density_pair,
+                  density_row_begin, density_row_end, &hd);
+        for (int32_t i = lo; i < hi; i++) {
+            double d;
+            h->e += mdf_eam_embed(p, mdf_eam_elem(p, atoms[i].z), rho[i], &d);
+            fp[i - atom_begin] = d;
+        }
+        eam_pairs(x, w, si, s, l, v, atoms, p, atom_begin, lo, hi, p->cutsq, &fw->st, add_force_pair,
+                  force_row_begin, force_row_end, h);
+        return 0;
+    }
+    for (int32_t k = 3 * si->atom_start; k < 3 * (si->atom_start + si->natoms); k++) w[k] = x[k] + v->offset[k];
+    mdf_nl_shifts sh;
+    mdf_nl_shifts_init(&sh, &v->grid[s], si->cell);
+    const int single = p->nelem == 1;
+    if (sh.q && single)
+        eam_fused_rows(w, l, &sh, atoms, p, atom_begin, lo, hi, p->cutsq, 1, 1, fw, rho, fp, h);
+    else if (sh.q)
+        eam_fused_rows(w, l, &sh, atoms, p, atom_begin, lo, hi, p->cutsq, 1, 0, fw, rho, fp, h);
+    else if (single)
+        eam_fused_rows(w, l, &sh, atoms, p, atom_begin, lo, hi, p->cutsq, 0, 1, fw, rho, fp, h);
+    else
+        eam_fused_rows(w, l, &sh, atoms, p, atom_begin, lo, hi, p->cutsq, 0, 0, fw, rho, fp, h);
+    return 0;
+}
+
 MDF_CPU_CLONES void mdf_eam_cpu(void *buffers[], void *cl_arg)
 {
     const mdf_model_args *a = (const mdf_model_args *)cl_arg;
@@ -350,11 +511,18 @@ MDF_CPU_CLONES void mdf_eam_cpu(void *buffers[], void *cl_arg)
     double *f = (double *)STARPU_VECTOR_GET_PTR(buffers[5]);
     mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[6]);
     const mdf_eam_params *p = (const mdf_eam_params *)STARPU_VECTOR_GET_PTR(buffers[7]);
-    const double *rho = (const double *)STARPU_VECTOR_GET_PTR(buffers[8]);
+    const int fused = a->fuse_aux != 0;
+    /* The densities by shard atom: the gathered pass's, or (fused) this
+     * task's own, over the atoms it may touch. */
+    double *own_rho = fused ? malloc(sizeof(double) * (size_t)(a->chunk.touch_end > 0 ? a->chunk.touch_end : 1)) : NULL;
+    const double *rho = fused ? own_rho : (const double *)STARPU_VECTOR_GET_PTR(buffers[8]);
     /* F'(rho) of the chunk's rows */
     double *fp = (double *)malloc(sizeof(double) * (size_t)(a->chunk.atom_end - a->chunk.atom_begin + 1));
-    eam_stage st;
-    double *w = eam_task_alloc(&a->chunk, l.head->slots, &st);
+    eam_fused_ws fw = {.cap = 0};
+    double *w = eam_task_alloc(&a->chunk, l.head->slots, &fw.st);
+    if (w) fw.cap = l.head->slots > 0 ? l.head->slots : 1;
+    if (fused) fw.row_end = malloc(sizeof(int64_t) * (size_t)(a->chunk.atom_end - a->chunk.atom_begin + 1));
+    const int short_of_memory = !fp || !w || (fused && (!own_rho || !fw.row_end));
     for (int32_t s = a->chunk.sys_begin; s < a->chunk.sys_end; s++) {
         if (!mdf_status_in(sys[s].status, a->status_lo, a->status_hi)) continue;
         int32_t i0, i1;
@@ -364,24 +532,36 @@ MDF_CPU_CLONES void mdf_eam_cpu(void *buffers[], void *cl_arg)
         if (a->want_virial) memset(r->virial, 0, sizeof r->virial);
         r->virial_fresh = a->want_virial != 0;
         if (a->partial) mdf_part_mark(r, MDF_PART_ROWS);
-        if (!fp || !w) { /* out of memory inside a task: make it impossible to miss */
+        /* Out of memory inside a task, or a fused task given a slice (which
+         * needs other chunks' densities): make it impossible to miss. */
+        if (short_of_memory || (fused && !mdf_chunk_holds_whole(&a->chunk, &sys[s]))) {
             r->energy = NAN;
             continue;
         }
         half_force h = {p, atoms, fp, rho, f, a->chunk.atom_begin, a->want_virial, 0.0, {0}};
-        for (int32_t i = i0; i < i1; i++) {
-            double d;
-            h.e += mdf_eam_embed(p, mdf_eam_elem(p, atoms[i].z), rho[i], &d);
-            fp[i - a->chunk.atom_begin] = d;
-            f[3 * (size_t)i] = f[3 * (size_t)i + 1] = f[3 * (size_t)i + 2] = 0.0;
+        for (int32_t i = i0; i < i1; i++) f[3 * (size_t)i] = f[3 * (size_t)i + 1] = f[3 * (size_t)i + 2] = 0.0;
+        if (fused) {
+            if (eam_fused_system(x, w, &sys[s], s, &l, &v, atoms, p, a->chunk.atom_begin, i0, i1, &fw, own_rho, fp,
+                                 &h) != 0) {
+                r->energy = NAN;
+                continue;
+            }
+        } else {
+            for (int32_t i = i0; i < i1; i++) {
+                double d;
+                h.e += mdf_eam_embed(p, mdf_eam_elem(p, atoms[i].z), rho[i], &d);
+                fp[i - a->chunk.atom_begin] = d;
+            }
+            eam_pairs(x, w, &sys[s], s, &l, &v, atoms, p, a->chunk.atom_begin, i0, i1, p->cutsq, &fw.st,
+                      add_force_pair, force_row_begin, force_row_end, &h);
         }
-        eam_pairs(x, w, &sys[s], s, &l, &v, atoms, p, a->chunk.atom_begin, i0, i1, p->cutsq, &st, add_force_pair,
-                  force_row_begin, force_row_end, &h);
         r->energy += h.e;
         if (a->want_virial)
             for (int k = 0; k < 9; k++) r->virial[k] += h.w[k];
     }
-    eam_stage_free(&st);
+    eam_stage_free(&fw.st);
+    free(fw.row_end);
+    free(own_rho);
     free(fp);
     free(w);
 }

@@ -423,5 +423,5 @@ const mdf_model_def mdf_eam_model_def = {
     .aux_cuda_func = mdf_eam_aux_cuda,
 #endif
     /* eam_rows: a chunk holding its system whole reads n_up alone */
-    .flags = MDF_MODEL_HALF_ROWS_WHOLE,
+    .flags = MDF_MODEL_HALF_ROWS_WHOLE | MDF_MODEL_AUX_FUSED_WHOLE,
 };

@@ -172,6 +172,10 @@ typedef struct mdf_model_args {
                             * (see mdflow/kernel/reduce.h) */
     int32_t halo_at;       /* > 0 (CPU, no CUDA worker in the run): a slice may take
                             * the halo contract, MDF_PART_ROWS_HALO; 0: it may not */
+    int32_t fuse_aux;      /* 1 (models flagged MDF_MODEL_AUX_FUSED_WHOLE): no
+                            * auxiliary task ran for this chunk, which holds its
+                            * systems whole; the codelet computes the values
+                            * itself (its aux buffer holds nothing of use) */
 } mdf_model_args;
 
 /* What a model's setup produces from its parameters. */
@@ -266,6 +270,13 @@ typedef struct mdf_model_def {
 #define MDF_MODEL_HALF_ROWS_WHOLE 8 /* as MDF_MODEL_HALF_ROWS, for the lists of chunks
                                      * that hold whole systems only (the codelet
                                      * reads a slice's back: pairs across its edge) */
+#define MDF_MODEL_AUX_FUSED_WHOLE 16 /* without CUDA workers (planned or present), a
+                                      * chunk that holds its systems whole gets no
+                                      * auxiliary task: its main task, a CPU one, is
+                                      * called with fuse_aux = 1 and computes the
+                                      * per-atom values itself, so it walks the pairs
+                                      * once for both passes (slices keep the two
+                                      * tasks: they need other chunks' values) */
 
 mdf_status mdf_register_model(const mdf_model_def *d, mdf_error *err);
 const mdf_model_def *mdf_model_def_find(const char *name);

@@ -1,0 +1,12 @@
+/* mdflow — doubles as short decimal text that reads back exactly
+ * (real_text.c). */
+#ifndef MDF_REAL_TEXT_H
+#define MDF_REAL_TEXT_H
+
+#include <stddef.h>
+
+/* x as C's "%.16g" when that reads back as x, else "%.17g"; the length
+ * (as snprintf returns it). buf holds at least 32 bytes for the fast path. */
+int mdf_real_text(char *buf, size_t size, double x);
+
+#endif
