@@ -114,7 +114,8 @@ static double *eam_task_alloc(const mdf_chunk *c, int32_t slots, eam_stage *st)
 /* Stages row i's pairs within the cut-off from its list (at most M
  * entries) into st from index `at` on, and returns their count:
  * positions d = r_j - r_i, r² in st->r2, j and whether j is one of the
- * rows (both). 5-bit entries (wide = 0) or wide ones (small cells); the
+ * rows (both; left unwritten for a whole system, parts 1, where every j
+ * is). 5-bit entries (wide = 0) or wide ones (small cells); the
  * flag is a constant at each call, so the compiler specialises every copy.
  * Compacted without a branch: about half a list with a 1 Å skin lies
  * beyond the cut-off, at random. Down entries (j < i) count only when j
@@ -124,7 +125,6 @@ EAM_INLINE int32_t eam_row_gather(const double *w, const mdf_nl_list_view *l, co
                                   int32_t i, int32_t lo, int32_t hi, int parts, double cutsq, int wide,
                                   const eam_stage *st, int64_t at)
 {
-
     double *restrict sdx = st->dx + at, *restrict sdy = st->dy + at, *restrict sdz = st->dz + at;
     double *restrict sr2 = st->r2 + at;
     int32_t *restrict sj = st->j + at, *restrict sboth = st->both + at;
@@ -137,10 +137,15 @@ EAM_INLINE int32_t eam_row_gather(const double *w, const mdf_nl_list_view *l, co
         for (int32_t k = k0; k < k1; k++) {
             double t[3], d[3];
             const int32_t j = wide ? mdf_nl_shifts_get(sh, nb[k], t) : mdf_nl_shifts_get5(sh, nb[k], t);
-            const int inside = j >= lo && j < hi;
             for (int q = 0; q < 3; q++) d[q] = w[3 * (size_t)j + q] + t[q] - xi[q];
             const double r2 = mdf_nl_norm2(d[0], d[1], d[2]);
-            sdx[n] = d[0], sdy[n] = d[1], sdz[n] = d[2], sr2[n] = r2, sj[n] = j, sboth[n] = inside;
+            sdx[n] = d[0], sdy[n] = d[1], sdz[n] = d[2], sr2[n] = r2, sj[n] = j;
+            if (parts == 1) { /* the whole system: every j is one of the rows (both, eam_stage_apply) */
+                n += r2 < cutsq;
+                continue;
+            }
+            const int inside = j >= lo && j < hi;
+            sboth[n] = inside;
             /* kept when within the cut-off and not an up entry of j's */
             n += (r2 < cutsq) & !(part && inside);
         }
@@ -160,12 +165,13 @@ EAM_INLINE void eam_stage_lengths(const eam_stage *st, int64_t k0, int64_t k1, d
     for (int64_t k = k0; k < k1; k++) eam_pair_lengths(sr2[k], rdr, nr, &srecip[k], &sm[k], &sst[k]);
 }
 
-/* fn on staged pairs [k0, k1) of row i. */
-EAM_INLINE void eam_stage_apply(const eam_stage *st, int64_t k0, int64_t k1, eam_pair_fn fn, void *user,
+/* fn on staged pairs [k0, k1) of row i (whole: of a system held whole,
+ * every pair between two of its rows). */
+EAM_INLINE void eam_stage_apply(const eam_stage *st, int64_t k0, int64_t k1, int whole, eam_pair_fn fn, void *user,
                                 eam_row *r, int32_t i)
 {
     for (int64_t k = k0; k < k1; k++) {
-        const eam_pair q = {.j = st->j[k], .both = st->both[k], .m = st->m[k],
+        const eam_pair q = {.j = st->j[k], .both = whole ? 1 : st->both[k], .m = st->m[k],
                             .d = {st->dx[k], st->dy[k], st->dz[k]}, .recip = st->recip[k], .t = st->t[k]};
         fn(user, r, i, &q);
     }
@@ -176,6 +182,21 @@ EAM_INLINE void eam_stage_apply(const eam_stage *st, int64_t k0, int64_t k1, eam
 static inline int eam_row_overflows(const mdf_nl_list_view *l, int32_t li)
 {
     return l->n_up[li] + l->n_down[li] > l->head->slots;
+}
+
+/* List rows ahead of the one gathered: a row's entries lie at its front,
+ * M slots after the previous row's, a stride the hardware prefetchers
+ * follow poorly; a system's rows stream from beyond the caches (about 13%
+ * of a batched relaxation's step loop). */
+#define EAM_PREFETCH_ROWS 4
+
+/* Asks for list row li's entries (up, then down) before they are read. */
+EAM_INLINE void eam_prefetch_row(const mdf_nl_list_view *l, int32_t li)
+{
+    const int32_t M = l->head->slots;
+    const uint32_t *row = l->slots + (size_t)li * (size_t)M;
+    for (int32_t k = 0; k < l->n_up[li]; k += 16) __builtin_prefetch(row + k);
+    for (int32_t k = M - l->n_down[li]; k < M; k += 16) __builtin_prefetch(row + k);
 }
 
 /* A row's sums with the element fields set. */
@@ -203,6 +224,7 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
     const int parts = lo == si->atom_start && hi == si->atom_start + si->natoms ? 1 : 2;
     for (int32_t i = lo; i < hi; i++) {
         const int32_t li = i - atom_begin;
+        if (i + EAM_PREFETCH_ROWS < hi) eam_prefetch_row(l, li + EAM_PREFETCH_ROWS);
         eam_row r = eam_row_start(p, atoms, i, single);
         begin(user, &r, i);
         if (eam_row_overflows(l, li)) {
@@ -223,7 +245,7 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
         }
         const int32_t n = eam_row_gather(w, l, sh, li, i, lo, hi, parts, cutsq, wide, st, 0);
         eam_stage_lengths(st, 0, n, p->rdr, p->nr);
-        eam_stage_apply(st, 0, n, fn, user, &r, i);
+        eam_stage_apply(st, 0, n, parts == 1, fn, user, &r, i);
         end(user, &r, i);
     }
 }
@@ -434,6 +456,7 @@ EAM_INLINE void eam_fused_rows(const double *w, const mdf_nl_list_view *l, const
     const eam_stage *st = &fw->st;
     int64_t at = 0;
     for (int32_t i = lo; i < hi; i++) {
+        if (i + EAM_PREFETCH_ROWS < hi) eam_prefetch_row(l, i + EAM_PREFETCH_ROWS - atom_begin);
         at += eam_row_gather(w, l, sh, i - atom_begin, i, lo, hi, 1, cutsq, wide, st, at);
         fw->row_end[i - lo] = at;
     }
@@ -442,7 +465,7 @@ EAM_INLINE void eam_fused_rows(const double *w, const mdf_nl_list_view *l, const
     for (int32_t i = lo; i < hi; i++) rho[i] = 0.0;
     for (int32_t i = lo; i < hi; i++) {
         eam_row r = eam_row_start(p, atoms, i, single);
-        eam_stage_apply(st, i > lo ? fw->row_end[i - lo - 1] : 0, fw->row_end[i - lo], add_density_pair, &hd, &r, i);
+        eam_stage_apply(st, i > lo ? fw->row_end[i - lo - 1] : 0, fw->row_end[i - lo], 1, add_density_pair, &hd, &r, i);
         density_row_end(&hd, &r, i);
     }
     for (int32_t i = lo; i < hi; i++) {
@@ -453,7 +476,7 @@ EAM_INLINE void eam_fused_rows(const double *w, const mdf_nl_list_view *l, const
     for (int32_t i = lo; i < hi; i++) {
         eam_row r = eam_row_start(p, atoms, i, single);
         force_row_begin(h, &r, i);
-        eam_stage_apply(st, i > lo ? fw->row_end[i - lo - 1] : 0, fw->row_end[i - lo], add_force_pair, h, &r, i);
+        eam_stage_apply(st, i > lo ? fw->row_end[i - lo - 1] : 0, fw->row_end[i - lo], 1, add_force_pair, h, &r, i);
         force_row_end(h, &r, i);
     }
 }
