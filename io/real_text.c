@@ -1,4 +1,5 @@
-/* mdflow — doubles as short decimal text that reads back exactly.
+/* mdflow — doubles as short decimal text that reads back exactly, and
+ * decimal text read as doubles (mdf_real_parse, at the end).
  *
  * The text is C's "%.16g" when that reads back as the same double, else
  * "%.17g" (which always does): 0.1 stays "0.1", a computed position keeps
@@ -178,4 +179,66 @@ int mdf_real_text(char *buf, size_t size, double x)
         e10++;
     }
     return compose(buf, signbit(x) != 0, d, P, e10);
+}
+
+/* ---- reading -------------------------------------------------------------------- */
+
+/* 10^k as doubles, k = 0..22: every one exact. */
+static const double exact_pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                       1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A token of the plain form [+-]digits[.digits][(e|E)[+-]digits] (digits on
+ * at least one side of the point) with at most 15 significant digits and a
+ * decimal exponent within 22 of them: M 10^e with M < 2^53 and 10^|e|
+ * exact doubles, so one IEEE multiplication or division rounds it
+ * correctly, as strtod does (Clinger's fast path). 0 for anything else. */
+static int fast_parse(const char *s, double *out)
+{
+    const char *p = s;
+    int negative = *p == '-';
+    if (*p == '-' || *p == '+') p++;
+    uint64_t m = 0;
+    int significant = 0, exp10 = 0, digits = 0;
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        if (m == 0 && *p == '0') continue; /* leading zeros */
+        if (++significant > 15) return 0;
+        m = m * 10 + (uint64_t)(*p - '0');
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++) {
+            exp10--;
+            if (m == 0 && *p == '0') continue;
+            if (++significant > 15) return 0;
+            m = m * 10 + (uint64_t)(*p - '0');
+        }
+    }
+    if (digits == 0) return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        int eneg = *p == '-', e = 0, edigits = 0;
+        if (*p == '-' || *p == '+') p++;
+        for (; *p >= '0' && *p <= '9'; p++, edigits++)
+            if ((e = e * 10 + (*p - '0')) > 400) return 0;
+        if (edigits == 0) return 0;
+        exp10 += eneg ? -e : e;
+    }
+    if (*p) return 0; /* not the whole token */
+    double v = (double)m;
+    if (m != 0) {
+        if (exp10 < -22 || exp10 > 22) return 0;
+        v = exp10 < 0 ? v / exact_pow10[-exp10] : v * exact_pow10[exp10];
+    }
+    *out = negative ? -v : v;
+    return 1;
+}
+
+int mdf_real_parse(const char *s, double *out)
+{
+    if (!*s) return 0;
+    if (fast_parse(s, out)) return 1;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end) return 0;
+    *out = v;
+    return 1;
 }

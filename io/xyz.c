@@ -49,15 +49,7 @@ static char *trim(char *s)
 
 /* The whole of s must be a number: "1.5x" or "" are refused, so a typo never
  * silently becomes a truncated value. */
-static int parse_double(const char *s, double *out)
-{
-    if (!*s) return 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end) return 0;
-    *out = v;
-    return 1;
-}
+static int parse_double(const char *s, double *out) { return mdf_real_parse(s, out); }
 
 static int parse_int64(const char *s, int64_t *out)
 {

@@ -1074,6 +1074,62 @@ static void test_real_text(void **state)
     printf("# %ld doubles formatted as glibc does\n", checked);
 }
 
+/* The reader's numbers (mdf_real_parse) against strtod: the same value,
+ * bit for bit, and the same verdict on whether the whole token is a
+ * number, on random decimals (1 to 20 digits, the point anywhere or
+ * nowhere, exponents of either sign, leading zeros, signs) and on tokens
+ * that are not numbers or only partly. */
+static void check_parse(const char *t, long *checked)
+{
+    char *end;
+    double want = strtod(t, &end);
+    int want_ok = *t && end != t && !*end;
+    double got = 12345.0;
+    int ok = mdf_real_parse(t, &got);
+    if (ok != want_ok || (ok && memcmp(&got, &want, sizeof got) != 0)) {
+        print_message("'%s': strtod %s %a, mdf_real_parse %s %a\n", t, want_ok ? "reads" : "refuses", want,
+                      ok ? "reads" : "refuses", got);
+        fail();
+    }
+    ++*checked;
+}
+
+static void test_real_parse(void **state)
+{
+    (void)state;
+    long checked = 0;
+    uint64_t st = 20261129;
+    for (int i = 0; i < 1000000; i++) {
+        char t[96];
+        int n = 0;
+        if (tu_rand(&st) < 0.3) t[n++] = tu_rand(&st) < 0.7 ? '-' : '+';
+        int ndig = 1 + (int)(tu_rand(&st) * 20.0), point = (int)(tu_rand(&st) * (ndig + 2)) - 1;
+        int zeros = tu_rand(&st) < 0.2 ? (int)(tu_rand(&st) * 6.0) : 0;
+        for (int z = 0; z < zeros; z++) t[n++] = '0';
+        for (int d = 0; d < ndig; d++) {
+            if (d == point) t[n++] = '.';
+            t[n++] = (char)('0' + (int)(tu_rand(&st) * 10.0));
+        }
+        if (point == ndig) t[n++] = '.';
+        if (tu_rand(&st) < 0.4) {
+            t[n++] = tu_rand(&st) < 0.5 ? 'e' : 'E';
+            double u = tu_rand(&st);
+            if (u < 0.4) t[n++] = '-';
+            else if (u < 0.6) t[n++] = '+';
+            n += snprintf(t + n, sizeof t - (size_t)n, "%d", (int)(tu_rand(&st) * 40.0));
+        }
+        t[n] = '\0';
+        check_parse(t, &checked);
+    }
+    static const char *odd[] = {"", "-", "+", ".", "-.", "e5", ".e5", "1e", "1e+", "1e-", "1.5x", "1.5 ", " 1.5",
+                                "0x1p3", "inf", "-inf", "nan", "1..5", "1e5.5", "--1", "+-1", "5.", ".5", "-0",
+                                "-0.000", "0e0", "1e400", "1e-400", "123456789012345", "1234567890123456",
+                                "0.000000000000000000000000001", "9007199254740993", "1e22", "1e23", "1e-22",
+                                "1e-23", "4.9406564584124654e-324", "1.7976931348623157e308", "1,5"};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) check_parse(odd[i], &checked);
+    printf("# %ld tokens read as strtod reads them\n", checked);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1111,6 +1167,7 @@ int main(void)
         cmocka_unit_test(test_elements),
         cmocka_unit_test(test_error_struct_never_read),
         cmocka_unit_test(test_real_text),
+        cmocka_unit_test(test_real_parse),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
