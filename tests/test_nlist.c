@@ -259,6 +259,12 @@ static void test_against_brute_force(void **state)
         {"thin along c (3+ cells along a, b)", {12, 0, 0, 1.0, 12, 0, 0, 0, 3.0}, {1, 1, 1}, 12, 4.0, 0},
         {"narrow slab pbc T T F", {2.9, 0, 0, 0.8, 3.1, 0, 0, 0, 9}, {1, 1, 0}, 3, 6.5, 0},
         {"between 1 and 2 r wide", {6.5, 0, 0, 0, 7.0, 0, 0, 0, 5.5}, {1, 1, 1}, 6, 4.0, 0},
+        /* Two cells along each direction: the CPU build gathers only the
+         * images within one cell of home (nlist_cpu.c narrow_images); the
+         * lists must stay entry for entry the kernel's. Triclinic, and
+         * cells exactly r_list wide (no narrowing: the margin keeps two). */
+        {"two cells each way, triclinic", {10, 0, 0, 2.5, 9.6, 0, -1.5, 1.2, 10.2}, {1, 1, 1}, 80, 4.2, 0},
+        {"two cells exactly r wide", {8.8, 0, 0, 0, 8.8, 0, 0, 0, 8.8}, {1, 1, 1}, 50, 4.4, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         nl_case c = cases[k];

@@ -1,5 +1,6 @@
 /* mdflow — neighbour lists, CPU implementation. */
 #include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
@@ -380,8 +381,45 @@ static void gather_cell(candidates *c, const mdf_nl_grid *g, const mdf_nl_bins_v
     c->n += count;
 }
 
+/* Along each periodic direction of fewer than three cells, how many cells
+ * away from the home cell (counting through the images) a candidate
+ * within r_list can lie: m with (m - 1) cell widths below r_list, a hair
+ * more than the exact count so that rounding never drops a neighbour.
+ * Cells are at least r_list wide when there are two (mdf_nl_grid_dims):
+ * m = 1, the home cell's neighbours only. Elsewhere 0: not narrowed. */
+static void image_cell_reach(const mdf_nl_grid *g, double r_list, int32_t m[3])
+{
+    for (int k = 0; k < 3; k++) {
+        m[k] = 0;
+        if (!g->periodic[k] || g->n[k] >= 3) continue;
+        const double cells = r_list * (1.0 + 1e-9) / (mdf_perpendicular_width(g->inv_basis, k) / g->n[k]);
+        /* NaN or huge (a flat or non-finite cell): keep every translation */
+        m[k] = cells >= 0.0 && cells < 1e6 ? (int32_t)floor(cells) + 1 : 0;
+    }
+}
+
+static int32_t floor_div(int32_t a, int32_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* The translations [lo, hi] of the walked cell (offset w->d from the home
+ * cell) narrowed to the images at most m[k] cells from home (image t of
+ * a cell at offset d lies d + t n_k cells away): along a direction of two
+ * cells at least r_list wide, half the images, whose candidates the
+ * sweep would all reject. Returns 0 when none is left. */
+static int narrow_images(const mdf_nl_grid *g, const mdf_nl_walk *w, const int32_t m[3], int32_t lo[3], int32_t hi[3])
+{
+    for (int k = 0; k < 3; k++) {
+        if (m[k] <= 0) continue;
+        const int32_t n = g->n[k], d = w->d[k];
+        const int32_t t0 = -floor_div(m[k] + d, n), t1 = floor_div(m[k] - d, n); /* |d + t n| <= m */
+        if (t0 > lo[k]) lo[k] = t0;
+        if (t1 < hi[k]) hi[k] = t1;
+        if (lo[k] > hi[k]) return 0;
+    }
+    return 1;
+}
+
 static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const mdf_nl_bins_view *v,
-                   const double *pos, int32_t cell)
+                   const double *pos, int32_t cell, const int32_t reach[3])
 {
     mdf_nl_walk w;
     mdf_nl_walk_begin(&w, g, cell);
@@ -389,6 +427,7 @@ static void gather(candidates *c, const mdf_nl_grid *g, const int32_t *cs, const
     while (mdf_nl_walk_next_cell(&w, g, cs)) {
         int32_t lo[3], hi[3], n[3];
         mdf_nl_image_range(g, &w, lo, hi);
+        if (!narrow_images(g, &w, reach, lo, hi)) continue;
         if (lo[0] == hi[0] && lo[1] == hi[1] && lo[2] == hi[2]) {
             gather_cell(c, g, v, pos, w.pos, w.end, lo);
             continue;
@@ -543,11 +582,13 @@ static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_
     const mdf_nl_grid *g = &v->grid[s];
     const int32_t *cs = v->cell_start + si->atom_start + s;
     int32_t ncells = g->n[0] * g->n[1] * g->n[2], M = l->head->slots;
+    int32_t reach[3];
+    image_cell_reach(g, sqrt(r_list2), reach);
     for (int32_t cell = 0; cell < ncells; cell++) {
         int32_t mine = 0;
         for (int32_t p = cs[cell]; p < cs[cell + 1]; p++) mine += v->sorted[p] >= i0 && v->sorted[p] < i1;
         if (!mine) continue;
-        gather(c, g, cs, v, pos, cell);
+        gather(c, g, cs, v, pos, cell, reach);
         for (int32_t p = cs[cell]; p < cs[cell + 1]; p++) {
             int32_t i = v->sorted[p];
             if (i < i0 || i >= i1) continue;
