@@ -398,6 +398,33 @@ static void image_cell_reach(const mdf_nl_grid *g, double r_list, int32_t m[3])
     }
 }
 
+/* Whether every atom of system si lies inside its cell along the
+ * directions image_cell_reach narrows, as the sweep sees it: the wrapped
+ * position pos + offset (which the candidates are made of), in fractional
+ * coordinates, within its cell's bounds up to 1e-12 (far below the reach's
+ * margin). 0 for a non-finite coordinate, one the binning clamped into the
+ * grid, or a wrapped position that cancellation moved out of its cell
+ * (positions of 1e15 Å and more: a run that exploded); then the cells no
+ * longer bound the distances and nothing may be narrowed. */
+static int cells_hold_atoms(const mdf_nl_grid *g, const mdf_sys_info *si, const mdf_nl_bins_view *v,
+                            const double *pos, const int32_t m[3])
+{
+    if (m[0] <= 0 && m[1] <= 0 && m[2] <= 0) return 1;
+    for (int32_t a = si->atom_start; a < si->atom_start + si->natoms; a++) {
+        double w[3], f[3];
+        mdf_nl_wrapped(pos, v->offset, a, w);
+        mdf_nl_vec_mat(w, g->inv_basis, f);
+        const int32_t cell = v->cell_of[a];
+        const int32_t c[3] = {cell / (g->n[1] * g->n[2]), (cell / g->n[2]) % g->n[1], cell % g->n[2]};
+        for (int k = 0; k < 3; k++) {
+            if (m[k] <= 0) continue;
+            const double t = (f[k] - g->lo[k]) / g->span[k] * (double)g->n[k];
+            if (!(t >= (double)c[k] - 1e-12 && t <= (double)(c[k] + 1) + 1e-12)) return 0;
+        }
+    }
+    return 1;
+}
+
 static int32_t floor_div(int32_t a, int32_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 /* The translations [lo, hi] of the walked cell (offset w->d from the home
@@ -584,6 +611,7 @@ static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_
     int32_t ncells = g->n[0] * g->n[1] * g->n[2], M = l->head->slots;
     int32_t reach[3];
     image_cell_reach(g, sqrt(r_list2), reach);
+    if (!cells_hold_atoms(g, si, v, pos, reach)) reach[0] = reach[1] = reach[2] = 0;
     for (int32_t cell = 0; cell < ncells; cell++) {
         int32_t mine = 0;
         for (int32_t p = cs[cell]; p < cs[cell + 1]; p++) mine += v->sorted[p] >= i0 && v->sorted[p] < i1;
