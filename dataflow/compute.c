@@ -638,10 +638,9 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
     /* Slices may compute each pair once (MDF_PART_ROWS_HALO) unless a GPU
      * may take one, planned or present: its slices keep the rows-only
      * contract, and both kinds of slice could meet in one sum. */
-    const int32_t halo_at =
-        split && mdf_runtime_plan_cuda_workers() == 0 && mdf_runtime_cuda_workers() == 0 ? 3 * sh->atom_cap : 0;
-    struct starpu_task *model[MDF_REDUCE_MAX_CHUNKS] = {0};
     const int cpus_only = mdf_runtime_plan_cuda_workers() == 0 && mdf_runtime_cuda_workers() == 0;
+    const int32_t halo_at = split && cpus_only ? 3 * sh->atom_cap : 0;
+    struct starpu_task *model[MDF_REDUCE_MAX_CHUNKS] = {0};
     const unsigned mf = c->m->def->flags;
     const mdf_sys_info *sys = c->b->sys + sh->sys_off;
     /* Chunks whose main task computes the auxiliary values itself. */

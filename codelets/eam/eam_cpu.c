@@ -250,6 +250,16 @@ EAM_INLINE void eam_rows(const double *x, const double *w, const mdf_sys_info *s
     }
 }
 
+/* The wrapped positions x + o of system s, which its lists index, into w
+ * (indexed like x; only the system's rows are written), and its list
+ * entries' translations into sh. */
+EAM_INLINE void eam_wrap_system(const double *x, double *w, const mdf_sys_info *si, int32_t s,
+                                const mdf_nl_bins_view *v, mdf_nl_shifts *sh)
+{
+    for (int32_t k = 3 * si->atom_start; k < 3 * (si->atom_start + si->natoms); k++) w[k] = x[k] + v->offset[k];
+    mdf_nl_shifts_init(sh, &v->grid[s], si->cell);
+}
+
 /* Calls fn once for every pair (i, j, n) within the cut-off with i in
  * [lo, hi) (the chunk's rows of system s): pairs within the rows once (up
  * entries: Newton's third law, as LAMMPS's pair_eam), pairs with an atom
@@ -261,11 +271,8 @@ EAM_INLINE void eam_pairs(const double *x, double *w, const mdf_sys_info *si, in
                           int32_t atom_begin, int32_t lo, int32_t hi, double cutsq, const eam_stage *st, eam_pair_fn fn,
                           eam_row_fn begin, eam_row_fn end, void *user)
 {
-    /* Wrapped positions x + o of the system, which its lists index (w is
-     * indexed like x; only the system's rows are written). */
-    for (int32_t k = 3 * si->atom_start; k < 3 * (si->atom_start + si->natoms); k++) w[k] = x[k] + v->offset[k];
     mdf_nl_shifts sh;
-    mdf_nl_shifts_init(&sh, &v->grid[s], si->cell);
+    eam_wrap_system(x, w, si, s, v, &sh);
     const int single = p->nelem == 1;
     if (sh.q && single)
         eam_rows(x, w, si, s, l, v, &sh, atoms, p, atom_begin, lo, hi, cutsq, 1, 1, st, fn, begin, end, user);
@@ -375,6 +382,18 @@ EAM_INLINE void add_force_pair(void *user, eam_row *row, int32_t i, const eam_pa
             for (int y = 0; y < 3; y++) row->w[3 * x + y] += share * d[x] * d[y] * fpair;
 }
 
+/* F(rho_i) of rows [lo, hi) summed into h->e, in row order, and F'(rho_i)
+ * into fp (by row - h->atom_begin, as h->fp); rho by shard atom. */
+EAM_INLINE void eam_embed_rows(const mdf_eam_params *p, const mdf_atom_info *atoms, int32_t lo, int32_t hi,
+                               const double *rho, double *fp, half_force *h)
+{
+    for (int32_t i = lo; i < hi; i++) {
+        double d;
+        h->e += mdf_eam_embed(p, mdf_eam_elem(p, atoms[i].z), rho[i], &d);
+        fp[i - h->atom_begin] = d;
+    }
+}
+
 MDF_CPU_CLONES void mdf_eam_aux_cpu(void *buffers[], void *cl_arg)
 {
     const mdf_model_args *a = (const mdf_model_args *)cl_arg;
@@ -468,11 +487,7 @@ EAM_INLINE void eam_fused_rows(const double *w, const mdf_nl_list_view *l, const
         eam_stage_apply(st, i > lo ? fw->row_end[i - lo - 1] : 0, fw->row_end[i - lo], 1, add_density_pair, &hd, &r, i);
         density_row_end(&hd, &r, i);
     }
-    for (int32_t i = lo; i < hi; i++) {
-        double d;
-        h->e += mdf_eam_embed(p, single ? 0 : mdf_eam_elem(p, atoms[i].z), rho[i], &d);
-        fp[i - atom_begin] = d;
-    }
+    eam_embed_rows(p, atoms, lo, hi, rho, fp, h);
     for (int32_t i = lo; i < hi; i++) {
         eam_row r = eam_row_start(p, atoms, i, single);
         force_row_begin(h, &r, i);
@@ -493,24 +508,19 @@ EAM_INLINE int eam_fused_system(const double *x, double *w, const mdf_sys_info *
 {
     const int64_t slots = eam_fused_slots(l, atom_begin, lo, hi);
     const int staged = slots >= 0 && slots <= EAM_FUSED_MAX_PAIRS;
-    if (eam_fused_reserve(fw, staged ? slots : l->head->slots) != 0) return -1;
+    if (staged && eam_fused_reserve(fw, slots) != 0) return -1; /* unstaged: the task's M slots do */
     if (!staged) {
         half_density hd = {p, atoms, rho, 0};
         for (int32_t i = lo; i < hi; i++) rho[i] = 0.0;
         eam_pairs(x, w, si, s, l, v, atoms, p, atom_begin, lo, hi, p->cutsq, &fw->st, add_density_pair,
                   density_row_begin, density_row_end, &hd);
-        for (int32_t i = lo; i < hi; i++) {
-            double d;
-            h->e += mdf_eam_embed(p, mdf_eam_elem(p, atoms[i].z), rho[i], &d);
-            fp[i - atom_begin] = d;
-        }
+        eam_embed_rows(p, atoms, lo, hi, rho, fp, h);
         eam_pairs(x, w, si, s, l, v, atoms, p, atom_begin, lo, hi, p->cutsq, &fw->st, add_force_pair,
                   force_row_begin, force_row_end, h);
         return 0;
     }
-    for (int32_t k = 3 * si->atom_start; k < 3 * (si->atom_start + si->natoms); k++) w[k] = x[k] + v->offset[k];
     mdf_nl_shifts sh;
-    mdf_nl_shifts_init(&sh, &v->grid[s], si->cell);
+    eam_wrap_system(x, w, si, s, v, &sh);
     const int single = p->nelem == 1;
     if (sh.q && single)
         eam_fused_rows(w, l, &sh, atoms, p, atom_begin, lo, hi, p->cutsq, 1, 1, fw, rho, fp, h);
@@ -570,11 +580,7 @@ MDF_CPU_CLONES void mdf_eam_cpu(void *buffers[], void *cl_arg)
                 continue;
             }
         } else {
-            for (int32_t i = i0; i < i1; i++) {
-                double d;
-                h.e += mdf_eam_embed(p, mdf_eam_elem(p, atoms[i].z), rho[i], &d);
-                fp[i - a->chunk.atom_begin] = d;
-            }
+            eam_embed_rows(p, atoms, i0, i1, rho, fp, &h);
             eam_pairs(x, w, &sys[s], s, &l, &v, atoms, p, a->chunk.atom_begin, i0, i1, p->cutsq, &fw.st,
                       add_force_pair, force_row_begin, force_row_end, &h);
         }
