@@ -673,11 +673,15 @@ static mdf_status submit_evaluation(mdf_compute *c, int k, int flags, int32_t lo
          * and the dmda family sees which. */
         mdf_nl_build_args builds[MDF_REDUCE_MAX_CHUNKS];
         for (int q = 0; q < w->nchunks; q++) {
+            const int whole = chunk_is_whole(&w->chunks[q], sys);
             const int32_t up_only = cpus_only && ((mf & MDF_MODEL_HALF_ROWS) ||
-                                                  ((mf & MDF_MODEL_HALF_ROWS_WHOLE) && chunk_is_whole(&w->chunks[q], sys)));
+                                                  ((mf & MDF_MODEL_HALF_ROWS_WHOLE) && whole));
+            /* A slice under the halo contract, of a model that takes owned rows. */
+            const int32_t owned = up_only && halo_at > 0 && !whole && (mf & MDF_MODEL_HALO_OWNED);
             builds[q] = (mdf_nl_build_args){.work = w->chunks[q].atom_end - w->chunks[q].atom_begin,
                                             .r_list2 = c->r_list * c->r_list, .chunk = w->chunks[q],
-                                            .model_work = mdf_model_task_work(model[q]), .up_only = up_only};
+                                            .model_work = mdf_model_task_work(model[q]), .up_only = up_only,
+                                            .owned = owned};
         }
         st = submitted(mdf_insert_nl_bin_builds(sh->pos, sh->atoms, sh->sys, w->bins, w->lists, &bin, builds,
                                                 w->nchunks),

@@ -143,6 +143,9 @@ Suites: bookworm sid
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
+        # A new source list needs its own update, even when the build
+        # dependencies above already ran one (before this entry existed).
+        apt_updated=0
     fi
     apt_update_once
 

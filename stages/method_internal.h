@@ -32,4 +32,12 @@ int32_t mdf_method_number(const mdf_method *m);
 
 static inline int mdf_method_has(const mdf_method *m, unsigned flag) { return m && (m->flags & flag) != 0; }
 
+/* A built-in method's post_update of step s and pre_update of step s + 1
+ * as one CPU task (the same arithmetic in the same order): the stage uses
+ * it where nothing runs between the two (stages/stage.c, fuse_post_pre).
+ * NULL for the others, plugins' included (mdf_method has no such entry:
+ * adding one would change the plugin API). */
+typedef int (*mdf_method_post_pre_fn)(const mdf_method_ctx *post, const mdf_method_ctx *pre);
+mdf_method_post_pre_fn mdf_method_post_pre(const mdf_method *m);
+
 #endif

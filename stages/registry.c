@@ -35,6 +35,11 @@ extern const mdf_hook_def mdf_hook_def_log, mdf_hook_def_nan_check, mdf_hook_def
     mdf_hook_def_freeze, mdf_hook_def_wrap, mdf_hook_def_timing, mdf_hook_def_thermo;
 extern const mdf_sink_def mdf_sink_def_host, mdf_sink_def_device, mdf_sink_def_hdf5, mdf_sink_def_h5md;
 
+mdf_method_post_pre_fn mdf_method_post_pre(const mdf_method *m)
+{
+    return m == &mdf_velocity_verlet ? mdf_vv_post_pre : NULL;
+}
+
 mdf_status mdf_register_builtins(mdf_error *err)
 {
     mdf_status st = mdf_register_model(&mdf_lj_model_def, err);

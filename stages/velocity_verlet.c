@@ -16,6 +16,15 @@ static int vv_post(const mdf_method_ctx *c)
                               mdf_method_res(c), mdf_method_task_work(c), &a);
 }
 
+int mdf_vv_post_pre(const mdf_method_ctx *post, const mdf_method_ctx *pre)
+{
+    (void)post; /* the same part: the same dt, status and shard */
+    mdf_vv_args a = {.dt = mdf_method_dt(pre), .status = mdf_method_status(pre), .nsys = mdf_method_nsys(pre)};
+    return mdf_insert_vv_post_pre(mdf_method_pos(pre), mdf_method_vel(pre), mdf_method_force(pre),
+                                  mdf_method_atoms(pre), mdf_method_sys(pre), mdf_method_res(pre),
+                                  mdf_method_task_work(pre), &a);
+}
+
 static const char *const vv_aliases[] = {"nve", "verlet", NULL};
 
 const mdf_method mdf_velocity_verlet = {

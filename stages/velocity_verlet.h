@@ -7,4 +7,8 @@
 
 extern const mdf_method mdf_velocity_verlet;
 
+/* post_update of one step and pre_update of the next as one task
+ * (mdf_method_post_pre). */
+int mdf_vv_post_pre(const mdf_method_ctx *post, const mdf_method_ctx *pre);
+
 #endif

@@ -460,7 +460,7 @@ for steps in 5 3000; do
         "periodic width" "cutoff + skin = 60 + 0.5 = 60.5" "3.78125"
 done
 last=$(grep -o 'mdf_step=[0-9]*' collapsed.xyz | sed 's/.*=//')
-# The check at step 10 stops it; steps already in flight (window 8) still finish.
+# The check at step 10 stops it; steps already in flight (window 16) still finish.
 if [ -n "$last" ] && [ "$last" -le 30 ]; then pass "npt collapsing the cell: the run stops by step 30 (step $last)"; else
     fail "npt collapsing the cell: the run stops by step 30" "mdf_step of the output: '$last'"; fi
 

@@ -78,12 +78,63 @@ static void check_up_only(const nl_case *c, const mdf_frame *f, const mdf_sys_in
     assert_int_equal(lv->head->overflowed, overflowed);
 }
 
+/* Rows of a slice [a0, a1) that own their pairs (owned: a slice under the
+ * halo contract of a model flagged MDF_MODEL_HALO_OWNED): each row's front
+ * holds the pairs mdf_nl_pair_owned gives it, in the order the kernel's
+ * walk (mdf_nl_pairs) meets them, no back, overflow only past the slots;
+ * and every pair of the system within r_list is owned by exactly one row
+ * (counted over all the rows of the system, from both ends). */
+static void check_owned(const nl_case *c, const mdf_frame *f, const mdf_sys_info *si, const mdf_nl_bins_view *v,
+                        const mdf_nl_list_view *lv, int32_t slots, int32_t simd, int32_t a0, int32_t a1)
+{
+    const int32_t wide = 4096;
+    uint32_t *ref = calloc((size_t)wide, sizeof *ref);
+    int32_t overflowed = 0, across = 0, across_owned = 0;
+    for (int32_t i = a0; i < a1; i++) {
+        const int32_t li = i - a0;
+        int32_t want = 0, j, n[3];
+        double d[3];
+        mdf_nl_pairs p;
+        mdf_nl_pairs_begin(&p, i, f->positions, v->offset, &v->grid[0], v->cell_start, v->sorted, v->cell_of,
+                           c->r_list * c->r_list);
+        while (mdf_nl_pairs_next(&p, &j, n, d)) {
+            const int out = j < a0 || j >= a1, mine = mdf_nl_pair_owned(i, j, n, a0, a1);
+            across += out;
+            across_owned += out && mine;
+            /* The other end's answer is the opposite one (-n from j's side). */
+            const int32_t back[3] = {-n[0], -n[1], -n[2]};
+            const int32_t jlo = out ? (j < a0 ? 0 : a1) : a0, jhi = out ? (j < a0 ? a0 : si->natoms) : a1;
+            if (mine == mdf_nl_pair_owned(j, i, back, jlo, jhi))
+                fail_msg("%s: the pair (%d, %d) is owned by %s", c->name, i, j, mine ? "both ends" : "neither end");
+            if (mine) {
+                assert_true(want < wide);
+                ref[want++] = mdf_nl_entry_make(&v->grid[0], j, n);
+            }
+        }
+        if (lv->n_up[li] != want || lv->n_down[li] != 0)
+            fail_msg("%s (sweep %d, owned): atom %d has %d+%d neighbours, want %d+0", c->name, simd, i,
+                     lv->n_up[li], lv->n_down[li], want);
+        overflowed += want > slots;
+        if (want > slots) continue;
+        for (int32_t k = 0; k < want; k++)
+            if (lv->slots[(size_t)li * (size_t)slots + (size_t)k] != ref[k])
+                fail_msg("%s (sweep %d, owned): atom %d's entry %d is %u, the walk's %u", c->name, simd, i, k,
+                         lv->slots[(size_t)li * (size_t)slots + (size_t)k], ref[k]);
+    }
+    free(ref);
+    assert_int_equal(lv->head->overflowed, overflowed);
+    /* The pairs across the slice's edges split about evenly (parity). */
+    if (across >= 200 && (across_owned < across / 4 || across_owned > 3 * across / 4))
+        fail_msg("%s: the slice owns %d of its %d pairs across its edges", c->name, across_owned, across);
+}
+
 /* The CPU build codelet's lists of atoms [a0, a1) with sweep simd against
  * the kernel's (list: mdf_nl_build_atom's rows of every atom); up_only:
- * the half rows alone (check_up_only). */
+ * the half rows alone (check_up_only); owned (with up_only): rows that own
+ * their pairs (check_owned). */
 static void check_codelet_lists(const nl_case *c, const mdf_frame *fr, const mdf_sys_info *sip,
                                 const mdf_nl_bins_view *vp, void *blob, const uint32_t *list, int32_t slots,
-                                int32_t simd, int32_t a0, int32_t a1, int32_t up_only)
+                                int32_t simd, int32_t a0, int32_t a1, int32_t up_only, int32_t owned)
 {
     mdf_frame f = *fr;
     mdf_sys_info si = *sip;
@@ -103,10 +154,15 @@ static void check_codelet_lists(const nl_case *c, const mdf_frame *fr, const mdf
     ifaces[4].ptr = (uintptr_t)lblob;
     void *buffers[5] = {&ifaces[0], &ifaces[1], &ifaces[2], &ifaces[3], &ifaces[4]};
     mdf_nl_build_args args = {.work = 0, .r_list2 = c->r_list * c->r_list, .simd = simd, .up_only = up_only,
-                              .chunk = {.atom_begin = a0, .atom_end = a1, .sys_begin = 0, .sys_end = 1,
+                              .owned = owned, .chunk = {.atom_begin = a0, .atom_end = a1, .sys_begin = 0, .sys_end = 1,
                                         .touch_begin = 0, .touch_end = si.natoms}};
     mdf_nl_build_cpu(buffers, &args);
     mdf_nl_list_view lv = mdf_nl_list_map(lblob);
+    if (owned) {
+        check_owned(c, &f, &si, &v, &lv, slots, simd, a0, a1);
+        free(lblob);
+        return;
+    }
     if (up_only) {
         check_up_only(c, &f, &si, &v, &lv, slots, simd, a0, a1);
         free(lblob);
@@ -232,7 +288,8 @@ static void check_case(const nl_case *c, int32_t slots, uint64_t seed)
             }
             int32_t a0 = part ? si.natoms / 3 : 0, a1 = part ? 2 * si.natoms / 3 : si.natoms;
             for (int32_t up_only = 0; up_only < 2; up_only++)
-                check_codelet_lists(c, &f, &si, &v, blob, list, slots, simd, a0, a1, up_only);
+                check_codelet_lists(c, &f, &si, &v, blob, list, slots, simd, a0, a1, up_only, 0);
+            if (part) check_codelet_lists(c, &f, &si, &v, blob, list, slots, simd, a0, a1, 1, 1);
         }
     free(list);
     free(blob);

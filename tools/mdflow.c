@@ -160,7 +160,7 @@ static void usage_common(FILE *fp)
             "  --shards N            shards of the batch (default: from workers and size)\n"
             "  --chunk-atoms N       split a shard's model work above N atoms (default: automatic:\n"
             "                        systems above 2048 atoms are sliced)\n"
-            "  --window N            steps submitted ahead of completion (default 8)\n"
+            "  --window N            steps in flight at most (default 16)\n"
             "  --sched NAME          StarPU scheduler (STARPU_SCHED wins), e.g. eager, lws, dmda; an\n"
             "                        unknown name (here or in STARPU_SCHED) is refused, listing them\n"
             "  --ncpus N, --ncuda N  StarPU workers (STARPU_NCPU/STARPU_NCUDA win)\n"

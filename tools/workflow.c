@@ -1287,7 +1287,7 @@ static void workflow_defaults(mdf_workflow *wf)
     wf->hooks.drift_warn = -1.0;
     wf->ncpus = wf->ncuda = -1;
     for (int g = 0; g < WF_MAX_STAGES; g++) wf->pipe[g].ncpus = wf->pipe[g].ncuda = -1;
-    wf->window = 8;
+    wf->window = 16;
     wf->max_steps = WF_DEFAULT_MAX_STEPS;
     wf->seed = 1;
 }

@@ -71,21 +71,32 @@ static inline void lj_add_half_pair(const mdf_lj_coef *c, const double d[3], lj_
     if (virial) mdf_lj_add_virial(r->w, d, fpair, 0.5);
 }
 
+/* The halo of a slice [lo, hb) under the halo contract: its rows own their
+ * pairs by mdf_nl_pair_owned, so partners lie on both sides of it. map[j -
+ * sys_start] is the row of partner j: j itself inside the slice, else its
+ * compact row (mdf_part_halo_row). One load and no branch per pair: a
+ * test of j against the slice's two edges mispredicted on the pairs
+ * across them. */
+typedef struct lj_halo_map {
+    const int32_t *map;
+    int32_t sys_start, lo, hb;
+} lj_halo_map;
+
 /* The row of the part that takes atom j's share of a pair (halo contract,
- * MDF_PART_ROWS_HALO): j itself up to the slice's end hb; beyond, the
- * compact halo rows that follow it, hb + hmap[j - hb]. hmap NULL: j. */
-static inline int32_t lj_dest(int32_t j, const int32_t *hmap, int32_t hb)
+ * MDF_PART_ROWS_HALO): j itself inside the slice, else its compact halo
+ * row. hm NULL: j. */
+static inline int32_t lj_dest(int32_t j, const lj_halo_map *hm)
 {
-    return hmap && j >= hb ? hb + hmap[j - hb] : j;
+    return hm ? hm->map[j - hm->sys_start] : j;
 }
 
 /* Atom i with more neighbours than list slots: walk its cells directly,
  * with the wrapped positions of the last build. In a slice [lo, hi) of a
- * system, pairs with j outside the slice count half, on i only. */
+ * system, pairs with j outside the slice count half, on i only. Under the
+ * halo contract (hm; [lo, hi) the whole system) the pairs i owns, whole. */
 static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_atom_info *atoms,
                                const mdf_sys_info *s, int32_t sidx, const mdf_nl_bins_view *v,
-                               const mdf_lj_params *p, lj_acc *acc, int32_t lo, int32_t hi, const int32_t *hmap,
-                               int32_t hb)
+                               const mdf_lj_params *p, lj_acc *acc, int32_t lo, int32_t hi, const lj_halo_map *hm)
 {
     const mdf_nl_grid *g = &v->grid[sidx];
     const int32_t *cs = v->cell_start + s->atom_start + sidx;
@@ -97,9 +108,10 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
     lj_row r = {0};
     while (mdf_nl_pairs_next(&pw, &j, n, d)) {
         int inside = j >= lo && j < hi;
-        if (inside && !mdf_nl_pair_is_up(i, j, n)) continue; /* counted from the other end */
+        const int mine = hm ? mdf_nl_pair_owned(i, j, n, hm->lo, hm->hb) : mdf_nl_pair_is_up(i, j, n);
+        if (inside && !mine) continue; /* counted from the other end */
         mdf_lj_coef c = mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
-        if (inside) lj_add_pair(&c, d, f + 3 * lj_dest(j, hmap, hb), &r, 1);
+        if (inside) lj_add_pair(&c, d, f + 3 * lj_dest(j, hm), &r, 1);
         else lj_add_half_pair(&c, d, &r, 1);
     }
     lj_row_add_to(&r, f + 3 * i, acc, 1);
@@ -111,8 +123,9 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
  * pairs inside it once (Newton's third law) and pairs with an atom outside
  * it half, on i only: the contract of a GPU slice too (full rows, half of
  * every pair), so slices sum right whichever worker ran each. Under the
- * halo contract (CPUs only: hi = INT32_MAX, no down entries, hmap) every
- * up pair is whole, j's share in row lj_dest(j). j > i comes from the front of the list (inside the slice when
+ * halo contract (CPUs only: hi = INT32_MAX, no down entries, hm) every
+ * pair the row owns (the front: mdf_nl_pair_owned) is whole, j's share in
+ * row lj_dest(j). Otherwise j > i comes from the front of the list (inside the slice when
  * j < hi), j < i from the back (inside when j >= lo: counted by j's own
  * row). Rows of one species with 5-bit entries take lj_atom_staged: this
  * loop serves several species, and small cells (wide, a constant at each
@@ -120,7 +133,7 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
 LJ_SPECIALISED void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int wide, const double *x, const double *o,
                                  double *f, const mdf_atom_info *atoms, const uint32_t *nb, int32_t n_up,
                                  int32_t n_down, int32_t M, const mdf_nl_shifts *t, const mdf_lj_params *p,
-                                 const int32_t *hmap, int32_t hb, lj_acc *acc)
+                                 const lj_halo_map *hm, lj_acc *acc)
 {
     /* Wrapped positions x + o as they are read: a slice reads only its
      * atoms' neighbours, and wrapping its whole system beforehand cost every
@@ -134,7 +147,7 @@ LJ_SPECIALISED void lj_atom_slice(int32_t i, int32_t lo, int32_t hi, int wide, c
         double d[3] = {x[3 * j] + o[3 * j] + sh[0] - xi[0], x[3 * j + 1] + o[3 * j + 1] + sh[1] - xi[1],
                        x[3 * j + 2] + o[3 * j + 2] + sh[2] - xi[2]};
         const mdf_lj_coef c = mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
-        if (j < hi) lj_add_pair(&c, d, f + 3 * lj_dest(j, hmap, hb), &r, 1);
+        if (j < hi) lj_add_pair(&c, d, f + 3 * lj_dest(j, hm), &r, 1);
         else lj_add_half_pair(&c, d, &r, 1);
     }
     for (int32_t k = M - n_down; k < M; k++) {
@@ -209,7 +222,7 @@ static void lj_stage_free(lj_stage *st)
 LJ_SPECIALISED void lj_atom_staged(int32_t i, int32_t lo, int32_t hi, int slice, int virial, const double *x,
                                    const double *o, double *f, const uint32_t *nb, int32_t n_up, int32_t n_down,
                                    int32_t M, const mdf_nl_shifts *t, const mdf_lj_coef *c1, const lj_stage *st,
-                                   const int32_t *hmap, int32_t hb, lj_acc *acc)
+                                   const lj_halo_map *hm, lj_acc *acc)
 {
     double *restrict dx = st->dx, *restrict dy = st->dy, *restrict dz = st->dz, *restrict fp = st->fp,
                      *restrict wt = st->wt;
@@ -224,7 +237,7 @@ LJ_SPECIALISED void lj_atom_staged(int32_t i, int32_t lo, int32_t hi, int slice,
         dy[n] = (slice ? x[3 * j + 1] + o[3 * j + 1] : x[3 * j + 1]) + sh[1] - xi[1];
         dz[n] = (slice ? x[3 * j + 2] + o[3 * j + 2] : x[3 * j + 2]) + sh[2] - xi[2];
         wt[n] = !slice || j < hi ? 1.0 : 0.5;
-        jj[n++] = lj_dest(j, hmap, hb);
+        jj[n++] = lj_dest(j, hm);
     }
     if (slice)
         for (int32_t k = M - n_down; k < M; k++) {
@@ -283,7 +296,7 @@ static inline double lj_masked_pair(const mdf_lj_coef *c, double ax, double ay, 
  * that (3) only adds each pair's force to its partner's row. */
 LJ_SPECIALISED void lj_atom_halo(int32_t i, int32_t lo, int virial, const double *wp, double *fr, const uint32_t *nb,
                                  int32_t n, const mdf_nl_shifts *t, const mdf_lj_coef *c1, const lj_stage *st,
-                                 const int32_t *hmap, int32_t hb, lj_acc *acc)
+                                 const lj_halo_map *hm, lj_acc *acc)
 {
     double *restrict dx = st->dx, *restrict dy = st->dy, *restrict dz = st->dz;
     int32_t *restrict jj = st->j;
@@ -291,7 +304,7 @@ LJ_SPECIALISED void lj_atom_halo(int32_t i, int32_t lo, int virial, const double
     const double xi = wp[3 * ri], yi = wp[3 * ri + 1], zi = wp[3 * ri + 2];
     for (int32_t k = 0; k < n; k++) {
         double sh[3];
-        const int32_t r = lj_dest(mdf_nl_shifts_get5(t, nb[k], sh), hmap, hb) - lo;
+        const int32_t r = lj_dest(mdf_nl_shifts_get5(t, nb[k], sh), hm) - lo;
         dx[k] = wp[3 * r] + sh[0] - xi;
         dy[k] = wp[3 * r + 1] + sh[1] - yi;
         dz[k] = wp[3 * r + 2] + sh[2] - zi;
@@ -339,21 +352,24 @@ LJ_SPECIALISED void lj_atom_halo(int32_t i, int32_t lo, int virial, const double
     }
 }
 
-/* The wrapped positions x + o of the rows a slice under the halo contract
- * reads, indexed like its force rows from lo: its own atoms [lo, hb), then
- * its halo's atoms (h, mdf_part_halo) in their compact order. O(slice +
- * halo): wrapping the whole system in each slice would cost O(N) each.
- * NULL without memory. */
-static double *lj_halo_positions(const double *x, const double *o, int32_t lo, int32_t hb, const int32_t *h)
+/* The wrapped positions x + o of the rows a slice [lo, hb) under the halo
+ * contract reads, in the order of its force rows (mdf_part_halo_row): the
+ * nb halo atoms before it, its own atoms, the halo atoms after it; row lo
+ * is at wp + 3 nb. O(slice + halo): wrapping the whole system in each
+ * slice would cost O(N) each. NULL without memory. */
+static double *lj_halo_positions(const double *x, const double *o, int32_t lo, int32_t hb, const int32_t *h,
+                                 int32_t nb)
 {
     const int32_t own = hb - lo, count = h[0];
     const int32_t *atoms = h + 2;
     double *wp = malloc(sizeof(double) * 3 * (size_t)(own + count > 0 ? own + count : 1));
     if (!wp) return NULL;
-    for (size_t k = 0; k < 3 * (size_t)own; k++) wp[k] = x[3 * (size_t)lo + k] + o[3 * (size_t)lo + k];
-    for (int32_t q = 0; q < count; q++)
-        for (int k = 0; k < 3; k++)
-            wp[3 * (size_t)(own + q) + k] = x[3 * (size_t)atoms[q] + k] + o[3 * (size_t)atoms[q] + k];
+    double *mine = wp + 3 * (size_t)nb;
+    for (size_t k = 0; k < 3 * (size_t)own; k++) mine[k] = x[3 * (size_t)lo + k] + o[3 * (size_t)lo + k];
+    for (int32_t q = 0; q < count; q++) {
+        const size_t row = (size_t)(q < nb ? q : own + q); /* mdf_part_halo_row - (lo - nb) */
+        for (int k = 0; k < 3; k++) wp[3 * row + k] = x[3 * (size_t)atoms[q] + k] + o[3 * (size_t)atoms[q] + k];
+    }
     return wp;
 }
 
@@ -373,14 +389,15 @@ static int lj_is_slice(const mdf_chunk *c, const mdf_sys_info *s) { return !mdf_
 MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const double *x, double *w, double *f,
                       const mdf_atom_info *atoms, const mdf_sys_info *s, const mdf_nl_list_view *l,
                       const mdf_nl_bins_view *v, const mdf_lj_params *p, int virial, double *scratch,
-                      const lj_stage *stage, const int32_t *hmap, const double *wp, mdf_sys_result *r)
+                      const lj_stage *stage, const lj_halo_map *hm, const double *wp, mdf_sys_result *r)
 {
-    const int halo = hmap != NULL, hb = c->atom_end;
+    const int halo = hm != NULL;
     const int slice = lj_is_slice(c, s);
-    /* The halo contract (MDF_PART_ROWS_HALO): a slice takes the whole
-     * system's rule, each row its up pairs whole, the partner's share in
-     * the partner's row wherever it is: the slice loops with no upper edge
-     * (hi) and no down entries, the cell walk with the system's range. */
+    /* The halo contract (MDF_PART_ROWS_HALO): each row of a slice takes the
+     * pairs it owns whole, the partner's share in the partner's row
+     * wherever it is: the slice loops with no upper edge (hi) and no down
+     * entries, the cell walk with the system's range. wp: row lo's wrapped
+     * position (lj_halo_positions). */
     const int32_t lo = c->atom_begin, hi = halo ? INT32_MAX : c->atom_end;
     const int32_t walk_lo = slice && !halo ? c->atom_begin : s->atom_start,
                   walk_hi = slice && !halo ? c->atom_end : s->atom_start + s->natoms;
@@ -408,30 +425,28 @@ MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const dou
         const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
         const int32_t n_down = halo ? 0 : l->n_down[li];
         if (l->n_up[li] + l->n_down[li] > M)
-            lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, walk_lo, walk_hi, hmap, hb);
+            lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, walk_lo, walk_hi, hm);
         /* One species, large cells: the three-pass row (the common case).
          * Constant flags: the compiler specialises each call. */
         else if (single && !shift.q && halo && !virial)
-            lj_atom_halo(i, lo, 0, wp, f + 3 * (size_t)lo, nb, l->n_up[li], &shift, &c1, stage, hmap, hb, &acc);
+            lj_atom_halo(i, lo, 0, wp, f + 3 * (size_t)lo, nb, l->n_up[li], &shift, &c1, stage, hm, &acc);
         else if (single && !shift.q && halo)
-            lj_atom_halo(i, lo, 1, wp, f + 3 * (size_t)lo, nb, l->n_up[li], &shift, &c1, stage, hmap, hb, &acc);
+            lj_atom_halo(i, lo, 1, wp, f + 3 * (size_t)lo, nb, l->n_up[li], &shift, &c1, stage, hm, &acc);
         else if (single && !shift.q && slice && !virial)
-            lj_atom_staged(i, lo, hi, 1, 0, x, v->offset, f, nb, l->n_up[li], n_down, M, &shift, &c1, stage, hmap,
-                           hb, &acc);
+            lj_atom_staged(i, lo, hi, 1, 0, x, v->offset, f, nb, l->n_up[li], n_down, M, &shift, &c1, stage, hm,
+                           &acc);
         else if (single && !shift.q && slice)
-            lj_atom_staged(i, lo, hi, 1, 1, x, v->offset, f, nb, l->n_up[li], n_down, M, &shift, &c1, stage, hmap,
-                           hb, &acc);
+            lj_atom_staged(i, lo, hi, 1, 1, x, v->offset, f, nb, l->n_up[li], n_down, M, &shift, &c1, stage, hm,
+                           &acc);
         else if (single && !shift.q && !virial)
-            lj_atom_staged(i, 0, 0, 0, 0, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, NULL, 0, &acc);
+            lj_atom_staged(i, 0, 0, 0, 0, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, NULL, &acc);
         else if (single && !shift.q)
-            lj_atom_staged(i, 0, 0, 0, 1, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, NULL, 0, &acc);
+            lj_atom_staged(i, 0, 0, 0, 1, w, NULL, f, nb, l->n_up[li], 0, M, &shift, &c1, stage, NULL, &acc);
         /* Several species, or small cells (wide entries). */
         else if (slice && shift.q)
-            lj_atom_slice(i, lo, hi, 1, x, v->offset, f, atoms, nb, l->n_up[li], n_down, M, &shift, p, hmap, hb,
-                          &acc);
+            lj_atom_slice(i, lo, hi, 1, x, v->offset, f, atoms, nb, l->n_up[li], n_down, M, &shift, p, hm, &acc);
         else if (slice)
-            lj_atom_slice(i, lo, hi, 0, x, v->offset, f, atoms, nb, l->n_up[li], n_down, M, &shift, p, hmap, hb,
-                          &acc);
+            lj_atom_slice(i, lo, hi, 0, x, v->offset, f, atoms, nb, l->n_up[li], n_down, M, &shift, p, hm, &acc);
         else if (shift.q) lj_atom_list(i, 1, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
         else lj_atom_list(i, 0, w, f, atoms, nb, l->n_up[li], &shift, p, &acc);
     }
@@ -441,18 +456,18 @@ MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const dou
 }
 
 /* The halo of slice c of system s (MDF_PART_ROWS_HALO) in the part's
- * region h: the atoms after the slice that its rows' up pairs may reach
- * (list entries; the cells of a row with more neighbours than slots, a
- * superset), ascending, and the map from such an atom j to its compact
- * row, hb + map[j - hb] (hb = the slice's end). Derived again only when
- * the list was rebuilt (h[1] holds the build it came from): the scan of
- * every entry cost a tenth of the step. Zeroes the compact rows; returns
- * the map, or NULL without memory. */
-static const int32_t *lj_halo(const mdf_chunk *c, const mdf_sys_info *s, int32_t sidx, const double *x,
-                              const mdf_nl_list_view *l, const mdf_nl_bins_view *v, double *f, int32_t *h,
-                              int32_t atom_cap)
+ * region h: the atoms outside the slice that the pairs its rows own may
+ * reach (list entries; the cells of a row with more neighbours than slots,
+ * a superset), ascending, and the map from such an atom j to its compact
+ * row (mdf_part_halo_row), map[j - the system's first atom]. Derived again
+ * only when the list was rebuilt (h[1] holds the build it came from): the
+ * scan of every entry cost a tenth of the step. Zeroes the compact rows;
+ * returns hm filled in, or NULL without memory. */
+static const lj_halo_map *lj_halo(const mdf_chunk *c, const mdf_sys_info *s, int32_t sidx, const double *x,
+                                  const mdf_nl_list_view *l, const mdf_nl_bins_view *v, double *f, int32_t *h,
+                                  int32_t atom_cap, lj_halo_map *hm)
 {
-    const int32_t hb = c->atom_end, n = s->atom_start + s->natoms - hb, M = l->head->slots;
+    const int32_t lo = c->atom_begin, hb = c->atom_end, s0 = s->atom_start, n = s->natoms, M = l->head->slots;
     const int32_t stamp = l->head->builds + 1;
     int32_t *atoms = h + 2, *map = h + 2 + atom_cap;
     if (h[1] != stamp) {
@@ -466,32 +481,37 @@ static const int32_t *lj_halo(const mdf_chunk *c, const mdf_sys_info *s, int32_t
             const int32_t li = i - c->atom_begin;
             if (l->n_up[li] + l->n_down[li] > M) {
                 mdf_nl_pairs pw;
-                mdf_nl_pairs_begin(&pw, i, x, v->offset, g, v->cell_start + s->atom_start + sidx, v->sorted,
-                                   v->cell_of, HUGE_VAL);
+                mdf_nl_pairs_begin(&pw, i, x, v->offset, g, v->cell_start + s0 + sidx, v->sorted, v->cell_of,
+                                   HUGE_VAL);
                 int32_t j, nn[3];
                 double d[3];
                 while (mdf_nl_pairs_next(&pw, &j, nn, d))
-                    if (j >= hb && mdf_nl_pair_is_up(i, j, nn)) seen[j - hb] = 1;
+                    if ((j < lo || j >= hb) && mdf_nl_pair_owned(i, j, nn, lo, hb)) seen[j - s0] = 1;
                 continue;
             }
             const uint32_t *restrict nb = l->slots + (size_t)li * (size_t)M;
             for (int32_t k = 0; k < l->n_up[li]; k++) {
                 const int32_t j = base + (int32_t)(nb[k] >> bits); /* mdf_nl_entry_atom */
-                if (j >= hb) seen[j - hb] = 1;
+                if (j < lo || j >= hb) seen[j - s0] = 1;
             }
         }
-        int32_t count = 0;
+        int32_t count = 0, before = 0;
         for (int32_t q = 0; q < n; q++)
             if (seen[q]) {
-                map[q] = count;
-                atoms[count++] = hb + q;
+                atoms[count++] = s0 + q;
+                before += s0 + q < lo;
             }
+        for (int32_t q = 0; q < count; q++) map[atoms[q] - s0] = mdf_part_halo_row(q, before, lo, hb);
+        for (int32_t j = lo; j < hb; j++) map[j - s0] = j;
         free(seen);
         h[0] = count;
         h[1] = stamp;
     }
-    if (h[0] > 0) memset(f + 3 * (size_t)hb, 0, sizeof(double) * 3 * (size_t)h[0]);
-    return map;
+    const int32_t nb = mdf_part_halo_before(h, lo), na = h[0] - nb;
+    if (nb > 0) memset(f + 3 * (size_t)(lo - nb), 0, sizeof(double) * 3 * (size_t)nb);
+    if (na > 0) memset(f + 3 * (size_t)hb, 0, sizeof(double) * 3 * (size_t)na);
+    *hm = (lj_halo_map){.map = map, .sys_start = s0, .lo = lo, .hb = hb};
+    return hm;
 }
 
 /* Out of memory inside a task: no way to return an error, so make the
@@ -551,19 +571,23 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
          * part of whole systems holds them whole. */
         if (args->partial) mdf_part_mark(&res[s], slice ? MDF_PART_ROWS : MDF_PART_TOUCH);
         /* A slice computes each pair once where the sum allows it. */
-        const int32_t *hmap = NULL;
+        lj_halo_map halo_map;
+        const lj_halo_map *hm = NULL;
         double *wp = NULL;
+        int32_t before = 0; /* halo atoms before the slice */
         if (slice && args->partial && args->halo_at > 0) {
             int32_t *h = mdf_part_halo(f, args->halo_at);
-            hmap = lj_halo(c, &sys[s], s, x, &l, &v, f, h, args->halo_at / 3);
-            if (hmap) wp = lj_halo_positions(x, v.offset, c->atom_begin, c->atom_end, h);
+            hm = lj_halo(c, &sys[s], s, x, &l, &v, f, h, args->halo_at / 3, &halo_map);
+            if (hm) before = mdf_part_halo_before(h, c->atom_begin);
+            if (hm) wp = lj_halo_positions(x, v.offset, c->atom_begin, c->atom_end, h, before);
             if (!wp) {
                 res[s].energy = NAN; /* out of memory: impossible to miss downstream */
                 continue;
             }
             mdf_part_mark(&res[s], MDF_PART_ROWS_HALO);
         }
-        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &stage, hmap, wp, &res[s]);
+        lj_system(s, c, x, w, f, atoms, &sys[s], &l, &v, p, args->want_virial, scratch, &stage, hm,
+                  wp ? wp + 3 * (size_t)before : NULL, &res[s]);
         free(wp);
     }
     lj_stage_free(&stage);

@@ -195,9 +195,10 @@ const mdf_model_def mdf_lj_model_def = {
 #if MDF_CUDA_ENABLED
     .cuda_func = mdf_lj_cuda,
 #endif
-    /* Whole systems and halo-contract slices read n_up alone; the rows
+    /* Whole systems and halo-contract slices read n_up alone, the slices'
+     * rows owning their pairs evenly (mdf_nl_pair_owned); the rows
      * contract (down entries) is taken only where a CUDA worker may be. */
-    .flags = MDF_MODEL_HALF_ROWS,
+    .flags = MDF_MODEL_HALF_ROWS | MDF_MODEL_HALO_OWNED,
 };
 
 mdf_status mdf_model_create_lj(const mdf_lj_config *cfg, mdf_model **out, mdf_error *err)

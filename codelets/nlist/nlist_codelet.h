@@ -58,6 +58,11 @@ typedef struct mdf_nl_build_args {
     int64_t *model_work;
     int32_t up_only;       /* CPU only: rows without their back (j < i):
                             * n_down 0 (MDF_MODEL_HALF_ROWS) */
+    int32_t owned;         /* CPU only, with up_only, for a slice under the
+                            * halo contract of a model flagged
+                            * MDF_MODEL_HALO_OWNED: the front holds the pairs
+                            * the row owns (mdf_nl_pair_owned over the chunk's
+                            * atoms) instead of j > i */
     int32_t simd;          /* CPU only: MDF_NL_SIMD_*, the distance sweep's
                             * instructions (0: the best this CPU runs) */
 } mdf_nl_build_args;

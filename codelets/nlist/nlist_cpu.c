@@ -220,6 +220,12 @@ static int64_t model_work(const mdf_nl_list_view *l, const mdf_sys_info *sys, co
  * structure-of-arrays form so the distance sweep vectorises. The order is
  * mdf_nl_pairs's (cells in walk order, atoms in cell order, translations
  * last), so the lists equal mdf_nl_build_atom's entry for entry. */
+/* The slice [lo, hi) whose rows own their pairs by mdf_nl_pair_owned
+ * (mdf_nl_build_args.owned). */
+typedef struct nl_owner {
+    int32_t lo, hi;
+} nl_owner;
+
 typedef struct candidates {
     int32_t n, cap;
     double *x, *y, *z;
@@ -520,7 +526,7 @@ MDF_CPU_CLONES static int32_t sweep_candidates(const candidates *c, int32_t i, d
  * mispredicted about every other hit. up_only: the front alone (the back's
  * entries are neither written nor counted). */
 static void put_hits(const candidates *c, int32_t i, int32_t hits, int32_t M, int32_t up_only,
-                     uint32_t *restrict slots, int32_t *n_up, int32_t *n_down)
+                     const nl_owner *own, uint32_t *restrict slots, int32_t *n_up, int32_t *n_down)
 {
     const int32_t *restrict hit = c->hit, *restrict cj = c->j;
     const uint32_t *restrict entry = c->entry;
@@ -528,7 +534,9 @@ static void put_hits(const candidates *c, int32_t i, int32_t hits, int32_t M, in
     int32_t up = 0, down = 0;
     for (int32_t h = 0; h < hits; h++) {
         const int32_t k = hit[h], j = cj[k];
-        const int32_t is_up = (j > i) | ((j == i) & up_self[k]), take = -is_up;
+        int32_t is_up = (j > i) | ((j == i) & up_self[k]);
+        if (own && (j < own->lo || j >= own->hi)) is_up = ((i + j) & 1) ? j > i : j < i; /* mdf_nl_pair_owned */
+        const int32_t take = -is_up;
         const int32_t slot = (up & take) | ((M - 1 - down) & ~take);
         if (up + down < M && (is_up | !up_only)) slots[slot] = entry[k];
         up += is_up;
@@ -549,11 +557,12 @@ static void put_hits(const candidates *c, int32_t i, int32_t hits, int32_t M, in
  * its first M entries as it always did. */
 __attribute__((target("avx512f,avx512vl,popcnt"))) static void
 sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi, double r_list2, int32_t M,
-                 int32_t up_only, uint32_t *slots, int32_t *n_up, int32_t *n_down)
+                 int32_t up_only, const nl_owner *own, uint32_t *slots, int32_t *n_up, int32_t *n_down)
 {
     const __m512d vx = _mm512_set1_pd(xi), vy = _mm512_set1_pd(yi), vz = _mm512_set1_pd(zi),
                   r2 = _mm512_set1_pd(r_list2);
-    const __m256i vi = _mm256_set1_epi32(i);
+    const __m256i vi = _mm256_set1_epi32(i), one = _mm256_set1_epi32(1);
+    const __m256i vlo = _mm256_set1_epi32(own ? own->lo : 0), vhi = _mm256_set1_epi32(own ? own->hi : 0);
     const double *restrict x = c->x, *restrict y = c->y, *restrict z = c->z;
     const int32_t *restrict self0 = c->self0, *restrict cj = c->j;
     const uint32_t *restrict entry = c->entry;
@@ -568,7 +577,9 @@ sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi
      * groups, in runs (a branch that predicts well). */
     for (int32_t k = 0; k < n; k += NL_PAD) {
         const __m256i j = _mm256_loadu_si256((const __m256i *)(cj + k));
-        if (up_only && !_mm256_cmpge_epi32_mask(j, vi)) continue;
+        /* Lanes across the slice's edges (owned rows): any may be i's. */
+        const __mmask8 across = own ? (__mmask8)(_mm256_cmplt_epi32_mask(j, vlo) | _mm256_cmpge_epi32_mask(j, vhi)) : 0;
+        if (up_only && !(_mm256_cmpge_epi32_mask(j, vi) | across)) continue;
         const __m512d dx = _mm512_sub_pd(_mm512_loadu_pd(x + k), vx);
         const __m512d dy = _mm512_sub_pd(_mm512_loadu_pd(y + k), vy);
         const __m512d dz = _mm512_sub_pd(_mm512_loadu_pd(z + k), vz);
@@ -577,9 +588,14 @@ sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi
         const __mmask8 in = _mm512_cmp_pd_mask(d2, r2, _CMP_LT_OQ) &
                             _mm256_cmpneq_epi32_mask(_mm256_loadu_si256((const __m256i *)(self0 + k)), vi);
         __mmask8 is_up = _mm256_cmpgt_epi32_mask(j, vi);
-        const __mmask8 own = _mm256_cmpeq_epi32_mask(j, vi) & in; /* i's own images (small cells) */
-        for (int t = 0; own && t < NL_PAD; t++)
-            if ((own >> t) & 1 && up_self[k + t]) is_up |= (__mmask8)(1u << t);
+        const __mmask8 self = _mm256_cmpeq_epi32_mask(j, vi) & in; /* i's own images (small cells) */
+        for (int t = 0; self && t < NL_PAD; t++)
+            if ((self >> t) & 1 && up_self[k + t]) is_up |= (__mmask8)(1u << t);
+        if (across) { /* mdf_nl_pair_owned: odd i + j, the lower index; even, the higher */
+            const __mmask8 odd = _mm256_test_epi32_mask(_mm256_add_epi32(j, vi), one);
+            const __mmask8 owned = (odd & is_up) | (__mmask8)(~odd & _mm256_cmplt_epi32_mask(j, vi));
+            is_up = (__mmask8)((is_up & ~across) | (owned & across));
+        }
         const __m256i e = _mm256_loadu_si256((const __m256i *)(entry + k));
         const __mmask8 u = in & is_up, d = in & (__mmask8)~is_up;
         _mm256_storeu_si256((__m256i *)(up_run + up), _mm256_maskz_compress_epi32(u, e));
@@ -589,7 +605,7 @@ sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi
         down += __builtin_popcount(d);
     }
     if (up + down > M) {
-        put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, up_only, slots, n_up, n_down);
+        put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, up_only, own, slots, n_up, n_down);
         return;
     }
     memcpy(slots, up_run, sizeof *slots * (size_t)up);
@@ -600,10 +616,11 @@ sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi
 #endif
 
 /* Lists of atoms [i0, i1) of system s, cell by cell: each neighbourhood is
- * gathered once and swept for every atom of the cell. */
+ * gathered once and swept for every atom of the cell. own: the rows own
+ * their pairs by mdf_nl_pair_owned over own's range (NULL: j > i). */
 static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_t i1, const double *pos,
                            const mdf_nl_bins_view *v, double r_list2, mdf_nl_list_view *l, int32_t atom_begin,
-                           candidates *c, int32_t simd, int32_t up_only)
+                           candidates *c, int32_t simd, int32_t up_only, const nl_owner *own)
 {
     (void)simd; /* without x86 intrinsics: generic only */
     const mdf_nl_grid *g = &v->grid[s];
@@ -626,14 +643,31 @@ static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_
             uint32_t *slots = l->slots + (size_t)li * (size_t)M;
 #if NL_X86
             if (simd == MDF_NL_SIMD_AVX512) {
-                sweep_put_avx512(c, i, xi, yi, zi, r_list2, M, up_only, slots, &l->n_up[li], &l->n_down[li]);
+                sweep_put_avx512(c, i, xi, yi, zi, r_list2, M, up_only, own, slots, &l->n_up[li], &l->n_down[li]);
                 continue;
             }
 #endif
-            put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, up_only, slots, &l->n_up[li],
+            put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, up_only, own, slots, &l->n_up[li],
                      &l->n_down[li]);
         }
     }
+}
+
+/* mdf_nl_build_atom for rows that own their pairs by mdf_nl_pair_owned:
+ * the owned ones in front, the others at the back, in the walk's order. */
+static void build_atom_owned(int32_t i, const double *pos, const double *offset, const mdf_nl_grid *g,
+                             const int32_t *cs, const mdf_nl_bins_view *v, double r_list2, int32_t M,
+                             const nl_owner *own, uint32_t *slots, int32_t *n_up, int32_t *n_down)
+{
+    int32_t up = 0, down = 0, j, n[3];
+    double d[3];
+    mdf_nl_pairs p;
+    mdf_nl_pairs_begin(&p, i, pos, offset, g, cs, v->sorted, v->cell_of, r_list2);
+    while (mdf_nl_pairs_next(&p, &j, n, d))
+        mdf_nl_slot_put(slots, M, mdf_nl_entry_make(g, j, n), mdf_nl_pair_owned(i, j, n, own->lo, own->hi), &up,
+                        &down);
+    *n_up = up;
+    *n_down = down;
 }
 
 /* buffers: pos R, atoms R, sys R, bins RW, list RW */
@@ -658,6 +692,7 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
     int any = 0;
     const int32_t simd = nl_simd_for(args->simd);
     candidates cand = {0};
+    const nl_owner owner = {c->atom_begin, c->atom_end}, *own = args->owned && args->up_only ? &owner : NULL;
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         if (!v.grid[s].rebuilt) continue;
         any = 1;
@@ -671,7 +706,8 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
         const int64_t need = candidates_needed(&v.grid[s], si->natoms);
         if (!v.grid[s].lists_off && (need <= si->natoms || need <= MDF_NL_GATHER_MAX) &&
             candidates_reserve(&cand, need) && cell_rows_reset(&cand, si->atom_start, si->natoms)) {
-            build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand, simd, args->up_only);
+            build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand, simd, args->up_only,
+                           own);
             continue;
         }
         /* No room for the candidates, or no lists (every atom walks its
@@ -679,8 +715,13 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
         const int32_t *cs = v.cell_start + si->atom_start + s;
         for (int32_t i = i0; i < i1; i++) {
             int32_t li = i - c->atom_begin;
-            mdf_nl_build_atom(i, pos, v.offset, si, &v.grid[s], cs, v.sorted, v.cell_of, args->r_list2, M,
-                              l.slots + (size_t)li * (size_t)M, &l.n_up[li], &l.n_down[li]);
+            uint32_t *slots = l.slots + (size_t)li * (size_t)M;
+            if (own && !v.grid[s].lists_off)
+                build_atom_owned(i, pos, v.offset, &v.grid[s], cs, &v, args->r_list2, M, own, slots, &l.n_up[li],
+                                 &l.n_down[li]);
+            else
+                mdf_nl_build_atom(i, pos, v.offset, si, &v.grid[s], cs, v.sorted, v.cell_of, args->r_list2, M,
+                                  slots, &l.n_up[li], &l.n_down[li]);
         }
     }
     candidates_free(&cand);

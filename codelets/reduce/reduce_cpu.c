@@ -23,11 +23,13 @@ void mdf_reduce_cpu(void *buffers[], void *cl_arg)
         const int halo = args->halo_at > 0 && ch->sys_begin < ch->sys_end && rp[ch->sys_begin].pad_ == MDF_PART_ROWS_HALO;
         if (halo) lo = ch->atom_begin, hi = ch->atom_end;
         for (size_t k = 3 * (size_t)lo; k < 3 * (size_t)hi; k++) f[k] += fp[k];
-        if (halo) { /* the q-th halo atom's share sits in the compact row atom_end + q */
+        if (halo) { /* the q-th halo atom's share sits in its compact row (mdf_part_halo_row) */
             const int32_t *h = mdf_part_halo((double *)fp, args->halo_at);
-            const int32_t *atom = h + 2;
-            for (int32_t q = 0; q < h[0]; q++)
-                for (int k = 0; k < 3; k++) f[3 * (size_t)atom[q] + k] += fp[3 * ((size_t)ch->atom_end + q) + k];
+            const int32_t *atom = h + 2, nb = mdf_part_halo_before(h, ch->atom_begin);
+            for (int32_t q = 0; q < h[0]; q++) {
+                const size_t row = (size_t)mdf_part_halo_row(q, nb, ch->atom_begin, ch->atom_end);
+                for (int k = 0; k < 3; k++) f[3 * (size_t)atom[q] + k] += fp[3 * row + k];
+            }
         }
         for (int32_t s = ch->sys_begin; s < ch->sys_end; s++) {
             res[s].energy += rp[s].energy;

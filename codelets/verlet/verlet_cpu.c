@@ -40,3 +40,29 @@ void mdf_vv_post_cpu(void *buffers[], void *cl_arg)
         sys[s].stage_step++;
     }
 }
+
+/* buffers: pos RW, vel RW, force R, atoms R, sys RW, res RW: mdf_vv_post_cpu,
+ * then mdf_vv_pre_cpu, system by system (a system's atoms are no one
+ * else's, so the order of the per-atom arithmetic is the two tasks'). */
+void mdf_vv_post_pre_cpu(void *buffers[], void *cl_arg)
+{
+    const mdf_vv_args *args = (const mdf_vv_args *)cl_arg;
+    double *x = (double *)STARPU_VECTOR_GET_PTR(buffers[0]);
+    double *v = (double *)STARPU_VECTOR_GET_PTR(buffers[1]);
+    const double *f = (const double *)STARPU_VECTOR_GET_PTR(buffers[2]);
+    const mdf_atom_info *atoms = (const mdf_atom_info *)STARPU_VECTOR_GET_PTR(buffers[3]);
+    mdf_sys_info *sys = (mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[4]);
+    mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[5]);
+    for (int32_t s = 0; s < args->nsys; s++) {
+        if (sys[s].status != args->status) continue;
+        int32_t a1 = sys[s].atom_start + sys[s].natoms;
+        double ke = 0.0;
+        for (int32_t a = sys[s].atom_start; a < a1; a++)
+            ke += mdf_vv_post_atom(v + 3 * a, f + 3 * a, atoms[a].mass, atoms[a].inv_mass, args->dt);
+        res[s].kinetic = ke;
+        sys[s].step++;
+        sys[s].stage_step++;
+        for (int32_t a = sys[s].atom_start; a < a1; a++)
+            mdf_vv_pre_atom(x + 3 * a, v + 3 * a, f + 3 * a, atoms[a].inv_mass, args->dt);
+    }
+}

@@ -277,6 +277,14 @@ typedef struct mdf_model_def {
                                       * per-atom values itself, so it walks the pairs
                                       * once for both passes (slices keep the two
                                       * tasks: they need other chunks' values) */
+#define MDF_MODEL_HALO_OWNED 32 /* with MDF_MODEL_HALF_ROWS, for slices under the
+                                 * halo contract (mdf_model_args.halo_at > 0): the
+                                 * front of a slice's row holds the pairs the row
+                                 * owns by mdf_nl_pair_owned (inside the slice j > i,
+                                 * across its edges by parity), so that slices share
+                                 * the pairs evenly; the codelet must then take the
+                                 * halo contract for every slice, its halo reaching
+                                 * atoms on both sides (MDF_PART_ROWS_HALO) */
 
 mdf_status mdf_register_model(const mdf_model_def *d, mdf_error *err);
 const mdf_model_def *mdf_model_def_find(const char *name);

@@ -80,7 +80,8 @@ typedef struct mdf_stage_config {
     int64_t max_steps;         /* the run stops after this many steps (default 1000) */
     int check_interval;        /* the host learns how many systems are left every
                                 * N steps, without waiting (default 10) */
-    int window;                /* steps submitted ahead of completion (default 8) */
+    int window;                /* steps in flight at most (default 16): the host
+                                * submits window / 2 steps at a time */
     double skin;               /* Å, neighbour-list skin (default 1) */
     int32_t rebuild_every;     /* consider rebuilding a system's lists only every
                                 * N of its steps since its last build (LAMMPS's

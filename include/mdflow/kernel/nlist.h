@@ -583,6 +583,23 @@ MDF_HD int mdf_nl_pair_is_up(int32_t i, int32_t j, const int32_t n[3])
     return n[0] != 0 ? n[0] > 0 : (n[1] != 0 ? n[1] > 0 : n[2] > 0);
 }
 
+/* Whether row i of a slice [lo, hi) of its system owns the pair (i, j, n)
+ * in the lists of a model flagged MDF_MODEL_HALO_OWNED: inside the slice
+ * as mdf_nl_pair_is_up; a pair across the slice's edges (j outside, never
+ * i itself) by the parity of i + j: odd, the lower index owns it, even,
+ * the higher. From j's slice the same pair gets the opposite answer, so
+ * each is owned exactly once, and each row owns about half of its pairs
+ * across the edges whatever the atoms' order. With j > i alone, the first
+ * slice of a periodic system owned every pair across both its edges (the
+ * wrap included), and once a liquid had mixed its atoms, about three
+ * quarters of all pairs: two slices on two workers ran 110 us against
+ * 46 us a step (864 atoms). */
+MDF_HD int mdf_nl_pair_owned(int32_t i, int32_t j, const int32_t n[3], int32_t lo, int32_t hi)
+{
+    if (j >= lo && j < hi) return mdf_nl_pair_is_up(i, j, n);
+    return ((i + j) & 1) ? j > i : j < i;
+}
+
 /* Translations of a system's entries, tabulated once per system for CPU
  * loops: the 27 codes of 5-bit entries, or n_k·H_k per direction for wide
  * ones (summed as mdf_nl_shift_of rounds: the same numbers). */

@@ -38,7 +38,13 @@
  * otherwise hold). Each pair is computed once instead of once from each
  * side. The halo region, int32 from mdf_part_halo: [0] the count, [1] the
  * model's own stamp (the list it was derived from), then the atoms
- * ascending (atom_cap of room), then the model's own map (atom_cap). */
+ * ascending (atom_cap of room), then the model's own map (atom_cap).
+ * A model flagged MDF_MODEL_HALO_OWNED gets lists whose rows own the pairs
+ * of mdf_nl_pair_owned instead, and then its halo may list atoms before
+ * the slice too: those, nb of them (the first nb listed), take the nb rows
+ * just before the slice, atom_begin - nb + q, and the others the rows from
+ * atom_end on, as above (mdf_part_halo_row). Without atoms before the
+ * slice both layouts are the same. */
 #define MDF_PART_ROWS_HALO 2
 /* Doubles of a part with a halo region: forces, then the region. */
 #define MDF_PART_DOUBLES(atom_cap) (3 * (size_t)(atom_cap) + (size_t)(atom_cap) + 1)
@@ -46,6 +52,22 @@
 MDF_HD int32_t *mdf_part_halo(double *part, int32_t halo_at) { return (int32_t *)(part + halo_at); }
 
 MDF_HD void mdf_part_mark(mdf_sys_result *r, int32_t how) { r->pad_ = how; }
+
+/* How many of the halo's listed atoms (h: mdf_part_halo) lie before the
+ * slice that begins at atom lo: they come first (ascending). */
+MDF_HD int32_t mdf_part_halo_before(const int32_t *h, int32_t lo)
+{
+    int32_t nb = 0;
+    while (nb < h[0] && h[2 + nb] < lo) nb++;
+    return nb;
+}
+
+/* The compact row of the q-th listed halo atom of the slice [lo, hb) whose
+ * halo lists nb atoms before it (MDF_PART_ROWS_HALO). */
+MDF_HD int32_t mdf_part_halo_row(int32_t q, int32_t nb, int32_t lo, int32_t hb)
+{
+    return q < nb ? lo - nb + q : hb + (q - nb);
+}
 
 /* Atoms [*lo, *hi) whose forces chunk ch's part holds (rp: its results). */
 MDF_HD void mdf_part_range(const mdf_chunk *ch, const mdf_sys_result *rp, int32_t *lo, int32_t *hi)
