@@ -637,7 +637,7 @@ struct starpu_task *mdf_model_prepare(const mdf_model *m, const mdf_model_task *
     mdf_model_args a = {.work = t->chunk.atom_end - t->chunk.atom_begin, .chunk = t->chunk,
                         .want_virial = (t->flags & MDF_COMPUTE_VIRIAL) != 0, .status_lo = t->status_lo,
                         .status_hi = t->status_hi, .partial = t->partial != 0, .halo_at = t->halo_at,
-                        .fuse_aux = t->fuse_aux != 0};
+                        .fuse_aux = t->fuse_aux != 0, .halo_owned = t->halo_owned != 0};
     starpu_data_handle_t h[] = {t->pos, t->atoms, t->sys, t->list, t->bins, t->forces, t->results, m->params, t->aux};
     return mdf_task_new(m->cl, &a, sizeof a, m->aux_cl ? 9 : 8, h, model_modes, m->cl->name);
 }

@@ -23,6 +23,7 @@ typedef struct mdf_model_task {
                             * summed by mdf_reduce (see reduce_kernel.h) */
     int32_t halo_at;       /* mdf_model_args.halo_at */
     int32_t fuse_aux;      /* mdf_model_args.fuse_aux (no auxiliary task for this chunk) */
+    int32_t halo_owned;    /* mdf_model_args.halo_owned */
 } mdf_model_task;
 
 struct mdf_model {

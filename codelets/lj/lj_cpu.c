@@ -71,8 +71,8 @@ static inline void lj_add_half_pair(const mdf_lj_coef *c, const double d[3], lj_
     if (virial) mdf_lj_add_virial(r->w, d, fpair, 0.5);
 }
 
-/* The halo of a slice [lo, hb) under the halo contract: its rows own their
- * pairs by mdf_nl_pair_owned, so partners lie on both sides of it. map[j -
+/* The halo of a slice [lo, hb) under the halo contract: where its rows own
+ * their pairs by mdf_nl_pair_owned, partners lie on both sides of it. map[j -
  * sys_start] is the row of partner j: j itself inside the slice, else its
  * compact row (mdf_part_halo_row). One load and no branch per pair: a
  * test of j against the slice's two edges mispredicted on the pairs
@@ -80,6 +80,7 @@ static inline void lj_add_half_pair(const mdf_lj_coef *c, const double d[3], lj_
 typedef struct lj_halo_map {
     const int32_t *map;
     int32_t sys_start, lo, hb;
+    int owned; /* the rows own their pairs by mdf_nl_pair_owned (else j > i) */
 } lj_halo_map;
 
 /* The row of the part that takes atom j's share of a pair (halo contract,
@@ -108,7 +109,7 @@ static void lj_atom_from_cells(int32_t i, const double *x, double *f, const mdf_
     lj_row r = {0};
     while (mdf_nl_pairs_next(&pw, &j, n, d)) {
         int inside = j >= lo && j < hi;
-        const int mine = hm ? mdf_nl_pair_owned(i, j, n, hm->lo, hm->hb) : mdf_nl_pair_is_up(i, j, n);
+        const int mine = hm && hm->owned ? mdf_nl_pair_owned(i, j, n, hm->lo, hm->hb) : mdf_nl_pair_is_up(i, j, n);
         if (inside && !mine) continue; /* counted from the other end */
         mdf_lj_coef c = mdf_lj_coef_of(p, ti, p->type_of_z[atoms[j].z]);
         if (inside) lj_add_pair(&c, d, f + 3 * lj_dest(j, hm), &r, 1);
@@ -465,7 +466,7 @@ MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const dou
  * returns hm filled in, or NULL without memory. */
 static const lj_halo_map *lj_halo(const mdf_chunk *c, const mdf_sys_info *s, int32_t sidx, const double *x,
                                   const mdf_nl_list_view *l, const mdf_nl_bins_view *v, double *f, int32_t *h,
-                                  int32_t atom_cap, lj_halo_map *hm)
+                                  int32_t atom_cap, int owned, lj_halo_map *hm)
 {
     const int32_t lo = c->atom_begin, hb = c->atom_end, s0 = s->atom_start, n = s->natoms, M = l->head->slots;
     const int32_t stamp = l->head->builds + 1;
@@ -486,7 +487,9 @@ static const lj_halo_map *lj_halo(const mdf_chunk *c, const mdf_sys_info *s, int
                 int32_t j, nn[3];
                 double d[3];
                 while (mdf_nl_pairs_next(&pw, &j, nn, d))
-                    if ((j < lo || j >= hb) && mdf_nl_pair_owned(i, j, nn, lo, hb)) seen[j - s0] = 1;
+                    if ((j < lo || j >= hb) &&
+                        (owned ? mdf_nl_pair_owned(i, j, nn, lo, hb) : mdf_nl_pair_is_up(i, j, nn)))
+                        seen[j - s0] = 1;
                 continue;
             }
             const uint32_t *restrict nb = l->slots + (size_t)li * (size_t)M;
@@ -510,7 +513,7 @@ static const lj_halo_map *lj_halo(const mdf_chunk *c, const mdf_sys_info *s, int
     const int32_t nb = mdf_part_halo_before(h, lo), na = h[0] - nb;
     if (nb > 0) memset(f + 3 * (size_t)(lo - nb), 0, sizeof(double) * 3 * (size_t)nb);
     if (na > 0) memset(f + 3 * (size_t)hb, 0, sizeof(double) * 3 * (size_t)na);
-    *hm = (lj_halo_map){.map = map, .sys_start = s0, .lo = lo, .hb = hb};
+    *hm = (lj_halo_map){.map = map, .sys_start = s0, .lo = lo, .hb = hb, .owned = owned};
     return hm;
 }
 
@@ -577,7 +580,7 @@ void mdf_lj_cpu(void *buffers[], void *cl_arg)
         int32_t before = 0; /* halo atoms before the slice */
         if (slice && args->partial && args->halo_at > 0) {
             int32_t *h = mdf_part_halo(f, args->halo_at);
-            hm = lj_halo(c, &sys[s], s, x, &l, &v, f, h, args->halo_at / 3, &halo_map);
+            hm = lj_halo(c, &sys[s], s, x, &l, &v, f, h, args->halo_at / 3, args->halo_owned, &halo_map);
             if (hm) before = mdf_part_halo_before(h, c->atom_begin);
             if (hm) wp = lj_halo_positions(x, v.offset, c->atom_begin, c->atom_end, h, before);
             if (!wp) {

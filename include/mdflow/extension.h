@@ -176,6 +176,9 @@ typedef struct mdf_model_args {
                             * auxiliary task ran for this chunk, which holds its
                             * systems whole; the codelet computes the values
                             * itself (its aux buffer holds nothing of use) */
+    int32_t halo_owned;    /* 1 (models flagged MDF_MODEL_HALO_OWNED, a slice under
+                            * the halo contract): the slice's rows own their pairs
+                            * by mdf_nl_pair_owned; 0: j > i */
 } mdf_model_args;
 
 /* What a model's setup produces from its parameters. */
@@ -278,13 +281,15 @@ typedef struct mdf_model_def {
                                       * once for both passes (slices keep the two
                                       * tasks: they need other chunks' values) */
 #define MDF_MODEL_HALO_OWNED 32 /* with MDF_MODEL_HALF_ROWS, for slices under the
-                                 * halo contract (mdf_model_args.halo_at > 0): the
-                                 * front of a slice's row holds the pairs the row
-                                 * owns by mdf_nl_pair_owned (inside the slice j > i,
-                                 * across its edges by parity), so that slices share
-                                 * the pairs evenly; the codelet must then take the
-                                 * halo contract for every slice, its halo reaching
-                                 * atoms on both sides (MDF_PART_ROWS_HALO) */
+                                 * halo contract (mdf_model_args.halo_at > 0) of a
+                                 * system cut in two: the front of a slice's row holds the
+                                 * pairs the row owns by mdf_nl_pair_owned (inside
+                                 * the slice j > i, across its edges by parity), so
+                                 * that the slices share the pairs evenly
+                                 * (mdf_model_args.halo_owned says which); the
+                                 * codelet must then take the halo contract for
+                                 * every slice, its halo reaching atoms on both
+                                 * sides (MDF_PART_ROWS_HALO) */
 
 mdf_status mdf_register_model(const mdf_model_def *d, mdf_error *err);
 const mdf_model_def *mdf_model_def_find(const char *name);
