@@ -483,7 +483,11 @@ mdf_status mdf_compute_create(mdf_batch *b, mdf_model *m, const mdf_compute_conf
     /* Small open systems skip the lists when only CPUs evaluate the model:
      * whole in a chunk, and a box of at most all_pairs_ratio list spheres
      * (all pairs then number at most about that many times the listed ones). */
-    if (mdf_runtime_plan_cuda_workers() == 0 && m->all_pairs_atoms > 0) {
+    /* MDF_NL_ALL_PAIRS=0 keeps the lists for every system (test_cuda
+     * compares the CPU's list decisions with the GPU's, which has no all-pairs path). */
+    const char *all_pairs = getenv("MDF_NL_ALL_PAIRS");
+    int all_pairs_allowed = !(all_pairs && strcmp(all_pairs, "0") == 0);
+    if (mdf_runtime_plan_cuda_workers() == 0 && m->all_pairs_atoms > 0 && all_pairs_allowed) {
         c->all_pairs_atoms = m->all_pairs_atoms < c->slice_atoms ? m->all_pairs_atoms : c->slice_atoms;
         c->all_pairs_small = m->all_pairs_small;
         c->all_pairs_volume = m->all_pairs_ratio * 4.0 / 3.0 * M_PI * c->r_list * c->r_list * c->r_list;

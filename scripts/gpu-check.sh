@@ -24,6 +24,10 @@
 #
 # Results go to GPU_CHECK_OUT (default: build-cuda/gpu-check, or the bundle's
 # results/ folder); each phase ends with one line "N passed, N failed".
+# GPU_TEST_TIMEOUT: seconds each test may run (default 560); GPU_TESTS: the
+# tests to run (e.g. "tests/test_cuda tests/test_cuda_eam"); GPU_TEST_WRAPPER:
+# a command the test programs run under, e.g. "compute-sanitizer --tool
+# memcheck --error-exitcode 9".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 phase=${1:-}
@@ -121,7 +125,11 @@ phase_bundle() {
       real=$(readlink -f "$lib")
       case $real in "$cuda_dir"/*|*/cuda*/*) continue ;; esac
       case $(basename "$lib") in
-        libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcuda.so*|libnvidia*|libcu*|libnv*) ;;
+        # (libresolv and the like are glibc's: its private symbols must match the node's libc.)
+        # libstdc++ and libgcc_s too: the node's are as new or newer (backward
+        # compatible), and its CUDA libraries may need them newer than ours;
+        # libresolv and the like are glibc's (private symbols: the node's libc's).
+        libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcuda.so*|libnvidia*|libcu*|libnv*|libstdc++.so*|libgcc_s.so*|libresolv.so*|libutil.so*|libanl.so*|libnsl.so*) ;;
         *) cp -L "$lib" "$dir/lib/" ;;
       esac
     done
@@ -133,10 +141,29 @@ phase_bundle() {
 
 # ---- test ------------------------------------------------------------------------
 
+# A node whose toolkit lacks a library StarPU links (cuBLAS, cuSPARSE,
+# cuSOLVER, nvJitLink...) may still hold it elsewhere, e.g. in the pip
+# wheels of its Python frameworks (site-packages/nvidia/*/lib): add the
+# folder of each one ldd cannot find.
+find_missing_cuda_libs() {
+  local lib dir
+  for lib in $(ldd "$bundle/bin/mdflow" 2>/dev/null | awk '/not found/ {print $1}'); do
+    dir=$(find /usr/local /opt /usr/lib /usr/lib64 -name "$lib" -print -quit 2>/dev/null | xargs -r dirname)
+    if [ -n "$dir" ]; then
+      msg "$lib found in $dir"
+      export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
+    else
+      msg "WARNING: $lib not found on this node"
+    fi
+  done
+}
+
 run_env() {
   if [ -n "$bundle" ]; then
     # CUDA's libraries come from the node (see phase_bundle).
-    export LD_LIBRARY_PATH="$bundle/lib:${CUDA_HOME:-/usr/local/cuda}/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    local cuda=${CUDA_HOME:-/usr/local/cuda}
+    export LD_LIBRARY_PATH="$bundle/lib:$cuda/lib64:$cuda/lib:$cuda/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    find_missing_cuda_libs
   else
     export LD_LIBRARY_PATH="$build/.libs:$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
@@ -159,14 +186,17 @@ phase_test() {
   local pass=0 fail=0 skip=0 json="" rc t0 t1 res secs
   local tests=(tests/test_cuda tests/test_cuda_stage tests/test_cuda_runs tests/test_cuda_plugin tests/test_cuda_eam)
   if [ -z "$bundle" ]; then tests=(tests/test_cuda_wiring.sh "${tests[@]}"); fi
+  if [ -n "${GPU_TESTS:-}" ]; then read -r -a tests <<<"$GPU_TESTS"; fi
+  local wrap=()
+  if [ -n "${GPU_TEST_WRAPPER:-}" ]; then read -r -a wrap <<<"$GPU_TEST_WRAPPER"; fi
   for t in "${tests[@]}"; do
     local name log
     name=$(basename "$t"); log=$out/$name.log
     t0=$(date +%s.%N)
     if [ "${t%.sh}" != "$t" ]; then
-      MDF_TEST_SRCDIR=$top MDF_TEST_BUILDDIR=$build timeout 560 sh "$top/$t" >"$log" 2>&1
+      MDF_TEST_SRCDIR=$top MDF_TEST_BUILDDIR=$build timeout "${GPU_TEST_TIMEOUT:-560}" sh "$top/$t" >"$log" 2>&1
     else
-      timeout 560 "$(prog "$t")" >"$log" 2>&1
+      timeout "${GPU_TEST_TIMEOUT:-560}" "${wrap[@]}" "$(prog "$t")" >"$log" 2>&1
     fi
     rc=$?
     t1=$(date +%s.%N)

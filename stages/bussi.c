@@ -26,7 +26,8 @@ static const mdf_param_def bussi_defs[] = {
 
 static int bussi_pre(const mdf_method_ctx *c)
 {
-    mdf_vv_args a = {.dt = mdf_method_dt(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c)};
+    mdf_vv_args a = {.dt = mdf_method_dt(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c),
+                     .natoms = mdf_method_natoms(c)};
     return mdf_insert_vv_pre(mdf_method_pos(c), mdf_method_vel(c), mdf_method_force(c), mdf_method_atoms(c),
                              mdf_method_sys(c), mdf_method_task_work(c), &a);
 }
@@ -35,7 +36,7 @@ static int bussi_post(const mdf_method_ctx *c)
 {
     const mdf_bussi_params *p = mdf_method_params(c);
     mdf_thermo_handles h = mdf_thermo_handles_of(c);
-    mdf_thermo_args a = {.work = mdf_method_task_work(c), .dt = mdf_method_dt(c),
+    mdf_thermo_args a = {.work = mdf_method_task_work(c), .natoms = mdf_method_natoms(c), .dt = mdf_method_dt(c),
                          .kT = MDF_KB * mdf_method_temperature(c), .c1 = exp(-mdf_method_dt_fs(c) / p->tau_fs),
                          .seed = mdf_method_seed(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c),
                          .kind = MDF_THERMO_BUSSI, .momentum = (mdf_bussi.flags & MDF_METHOD_MOMENTUM) != 0};

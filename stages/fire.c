@@ -23,6 +23,7 @@ static int fire_pre(const mdf_method_ctx *c)
 {
     const mdf_fire_params *p = mdf_method_params(c);
     mdf_fire_args a = {.work = mdf_method_task_work(c), .nsys = mdf_method_nsys(c), .status = mdf_method_status(c),
+                       .natoms = mdf_method_natoms(c),
                        .dt = p->dt, .dtmax = p->dtmax, .maxstep = p->maxstep, .finc = p->finc, .fdec = p->fdec,
                        .astart = p->astart, .fa = p->fa, .nmin = p->nmin};
     return mdf_insert_fire(mdf_method_pos(c), mdf_method_vel(c), mdf_method_force(c), mdf_method_sys(c),

@@ -16,6 +16,7 @@ static int gd_pre(const mdf_method_ctx *c)
 {
     const mdf_gd_params *p = mdf_method_params(c);
     mdf_gd_args a = {.work = mdf_method_task_work(c), .nsys = mdf_method_nsys(c), .status = mdf_method_status(c),
+                     .natoms = mdf_method_natoms(c),
                      .step = p->step, .maxstep = p->maxstep};
     return mdf_insert_gd(mdf_method_pos(c), mdf_method_force(c), mdf_method_sys(c), mdf_method_res(c), &a);
 }

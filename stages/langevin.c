@@ -30,7 +30,7 @@ static const mdf_param_def langevin_defs[] = {
 static mdf_thermo_args langevin_args(const mdf_method_ctx *c)
 {
     const mdf_langevin_params *p = mdf_method_params(c);
-    return (mdf_thermo_args){.work = mdf_method_task_work(c), .dt = mdf_method_dt(c),
+    return (mdf_thermo_args){.work = mdf_method_task_work(c), .natoms = mdf_method_natoms(c), .dt = mdf_method_dt(c),
                              .kT = MDF_KB * mdf_method_temperature(c),
                              .c1 = exp(-p->friction_per_fs * mdf_method_dt_fs(c)), .seed = mdf_method_seed(c),
                              .status = mdf_method_status(c), .nsys = mdf_method_nsys(c), .kind = MDF_THERMO_LANGEVIN,

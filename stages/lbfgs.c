@@ -27,6 +27,7 @@ static int lbfgs_pre(const mdf_method_ctx *c)
 {
     const mdf_lbfgs_params *p = mdf_method_params(c);
     mdf_lbfgs_args a = {.work = mdf_method_task_work(c), .nsys = mdf_method_nsys(c), .status = mdf_method_status(c),
+                        .natoms = mdf_method_natoms(c),
                         .memory = p->memory, .atom_cap = mdf_method_atom_cap(c), .sys_cap = mdf_method_sys_cap(c),
                         .max_natoms = mdf_method_max_natoms(c), .alpha = p->alpha, .damping = p->damping,
                         .maxstep = p->maxstep};

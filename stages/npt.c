@@ -70,7 +70,7 @@ static const mdf_param_def npt_defs[] = {
 static mdf_thermo_args npt_args(const mdf_method_ctx *c)
 {
     const mdf_npt_params *p = mdf_method_params(c);
-    return (mdf_thermo_args){.work = mdf_method_task_work(c), .dt = mdf_method_dt(c),
+    return (mdf_thermo_args){.work = mdf_method_task_work(c), .natoms = mdf_method_natoms(c), .dt = mdf_method_dt(c),
                              .kT = MDF_KB * mdf_method_temperature(c), .c1 = exp(-mdf_method_dt_fs(c) / p->tau_t_fs),
                              .p0 = p->pressure_bar * MDF_BAR_IN_EV_PER_A3,
                              .beta_t = p->compressibility_per_bar / MDF_BAR_IN_EV_PER_A3,

@@ -531,6 +531,15 @@ static mdf_status submit_entries(stage_run *r, int p, int k, mdf_error *err)
     return MDF_OK;
 }
 
+/* A host-view task (census, cell check) that could not be submitted. */
+static mdf_status host_view_failed(const char *what, int k, int ret, mdf_error *err)
+{
+    if (ret == -ENODEV)
+        return mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s of shard %d: no CPU worker to run it (a stage's "
+                             "host-side checks need one; STARPU_NCPU=0 leaves none)", what, k);
+    return mdf_error_set(err, MDF_ERR_STARPU, "could not submit %s of shard %d (StarPU error %d)", what, k, ret);
+}
+
 static void census_view(void *user, const mdf_host_view_args *a, const mdf_sys_info *sys, const mdf_sys_result *res)
 {
     (void)res;
@@ -608,7 +617,7 @@ static mdf_status submit_census(stage_run *r, int k, int64_t step, mdf_error *er
                             .status = r->lo, .target = r->hi + 1, .shard = k, .point = -1, .fn = census_view,
                             .user = r};
     int ret = mdf_insert_host_view(sh->sys, sh->res, r->tokens[k], &a);
-    if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "could not submit the census of shard %d (%d)", k, ret);
+    if (ret != 0) return host_view_failed("the census", k, ret, err);
     return MDF_OK;
 }
 
@@ -652,7 +661,7 @@ static mdf_status submit_cell_check(stage_run *r, int k, int64_t step, mdf_error
                             .status = r->lo, .target = r->hi + 1, .shard = k, .point = -1, .fn = cell_view,
                             .user = r};
     int ret = mdf_insert_host_view(sh->sys, sh->res, r->tokens[k], &a);
-    if (ret != 0) return mdf_error_set(err, MDF_ERR_STARPU, "could not submit the cell check of shard %d (%d)", k, ret);
+    if (ret != 0) return host_view_failed("the cell check", k, ret, err);
     return MDF_OK;
 }
 

@@ -125,6 +125,12 @@ mdf_frame tu_random(int n, const double cell[9], const int pbc[3], double min_di
     return f;
 }
 
+void tu_test_filter_from_env(void)
+{
+    const char *only = getenv("MDF_TEST_ONLY");
+    if (only && *only) cmocka_set_test_filter(only);
+}
+
 const char *tu_lammps_potentials(void)
 {
     const char *d = getenv("MDF_LAMMPS_POTENTIALS");

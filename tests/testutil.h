@@ -12,6 +12,10 @@
 
 #define TU_SKIP 77
 
+/* MDF_TEST_ONLY=PATTERN runs only the tests whose names match (cmocka's
+ * filter: '*' and '?' wildcards), e.g. to rerun one case on a GPU node. */
+void tu_test_filter_from_env(void);
+
 /* Starts StarPU with sched (NULL: default) and ncpus CPU workers (-1: all),
  * no CUDA unless want_cuda. */
 void tu_start(const char *sched, int ncpus, int want_cuda);

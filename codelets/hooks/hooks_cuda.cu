@@ -81,7 +81,8 @@ __global__ void hook_wrap_kernel(double *x, const mdf_sys_info *sys, mdf_hooks_a
     mdf_hooks_wrap_atom(x + 3 * (size_t)at, s);
 }
 
-static int32_t hooks_natoms(const mdf_hooks_args *a) { return a->work > 0 ? (int32_t)a->work : 0; }
+/* The shard's atoms (not a->work: the performance model's size). */
+static int32_t hooks_natoms(const mdf_hooks_args *a) { return a->natoms > 0 ? a->natoms : 0; }
 
 /* buffers: pos R, vel R, force R, sys RW, res R */
 extern "C" void mdf_hook_nan_check_cuda(void *buffers[], void *cl_arg)

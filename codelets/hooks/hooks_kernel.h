@@ -17,11 +17,11 @@
 
 /* One task of a built-in hook over one shard. */
 typedef struct mdf_hooks_args {
-    int64_t work;        /* atoms in the shard (performance-model key) */
+    int64_t work;        /* atoms of the stage's systems (performance-model key) */
     int32_t nsys;        /* systems in the shard */
     int32_t status;      /* the stage's systems: the only ones touched */
     int32_t action;      /* NaN detector: MDF_HOOKS_NAN_* */
-    int32_t pad_;
+    int32_t natoms;      /* atoms in the shard: a CUDA task's per-atom range */
     double max_force;    /* force clamp: eV/Å */
 } mdf_hooks_args;
 

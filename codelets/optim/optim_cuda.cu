@@ -65,7 +65,8 @@ __device__ static inline int32_t optim_map(const int32_t *map, int32_t a, const 
 __device__ static inline double optim_nan0(double x) { return x != x ? 0.0 : x; }
 
 /* Atoms of the shard (the stages pass the shard's natoms as `work`). */
-static inline int32_t optim_natoms(int64_t work) { return work > 0 ? (int32_t)work : 0; }
+/* The shard's atoms (args.natoms; args.work is the performance model's size). */
+static inline int32_t optim_natoms(int32_t natoms) { return natoms > 0 ? natoms : 0; }
 
 static inline size_t optim_pad(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -613,7 +614,7 @@ extern "C" void mdf_fire_cuda(void *buffers[], void *cl_arg)
     mdf_sys_info *sys = (mdf_sys_info *)VEC(3);
     mdf_sys_result *res = (mdf_sys_result *)VEC(4);
     mdf_sys_state *state = (mdf_sys_state *)VEC(5);
-    const int32_t ns = p->nsys, na = optim_natoms(p->work);
+    const int32_t ns = p->nsys, na = optim_natoms(p->natoms);
     const unsigned nb = mdf_seg_grid(0, na);
     optim_scratch sc;
     optim_scratch_alloc(&sc, 3, na, ns, optim_pad(ns * sizeof(mdf_fire_vars)) + optim_pad(ns * sizeof(double)), st);
@@ -650,7 +651,7 @@ extern "C" void mdf_fire2_cuda(void *buffers[], void *cl_arg)
     mdf_sys_info *sys = (mdf_sys_info *)VEC(3);
     mdf_sys_result *res = (mdf_sys_result *)VEC(4);
     mdf_sys_state *state = (mdf_sys_state *)VEC(5);
-    const int32_t ns = p->nsys, na = optim_natoms(p->work);
+    const int32_t ns = p->nsys, na = optim_natoms(p->natoms);
     const unsigned nb = mdf_seg_grid(0, na);
     optim_scratch sc;
     optim_scratch_alloc(&sc, 2, na, ns, optim_pad(ns * sizeof(mdf_fire2_vars)) + optim_pad(ns * sizeof(double)), st);
@@ -692,7 +693,7 @@ extern "C" void mdf_gd_cuda(void *buffers[], void *cl_arg)
     const double *f = (const double *)VEC(1);
     mdf_sys_info *sys = (mdf_sys_info *)VEC(2);
     mdf_sys_result *res = (mdf_sys_result *)VEC(3);
-    const int32_t ns = p->nsys, na = optim_natoms(p->work);
+    const int32_t ns = p->nsys, na = optim_natoms(p->natoms);
     const unsigned nb = mdf_seg_grid(0, na);
     optim_scratch sc;
     optim_scratch_alloc(&sc, 1, na, ns, optim_pad(ns * sizeof(double)), st);
@@ -801,7 +802,7 @@ extern "C" void mdf_lbfgs_cuda(void *buffers[], void *cl_arg)
     mdf_sys_result *res = (mdf_sys_result *)VEC(3);
     mdf_sys_state *state = (mdf_sys_state *)VEC(4);
     double *w = (double *)VEC(5);
-    const int32_t ns = p->nsys, na = optim_natoms(p->work), status = p->status;
+    const int32_t ns = p->nsys, na = optim_natoms(p->natoms), status = p->status;
     const int64_t m = p->memory;
     const mdf_lbfgs_layout l = mdf_lbfgs_layout_of(p->memory, p->atom_cap, p->sys_cap);
     const unsigned nb = mdf_seg_grid(0, na);

@@ -82,10 +82,11 @@ MDF_HD double mdf_optim_dot3(const double *a, const double *b) { return a[0] * b
 /* ---- FIRE (ASE) -------------------------------------------------------------- */
 
 typedef struct mdf_fire_args {
-    int64_t work;            /* atoms in the shard (performance-model key) */
+    int64_t work;            /* atoms of the systems it moves (performance-model key) */
     int32_t nsys, status;
     double dt, dtmax, maxstep, finc, fdec, astart, fa;
-    int32_t nmin, pad_;
+    int32_t nmin;
+    int32_t natoms;          /* atoms in the shard (mdf_method_natoms): a CUDA task's per-atom range */
 } mdf_fire_args;
 
 #define MDF_FIRE_ZERO 0      /* v = 0 before the kick */
@@ -171,7 +172,8 @@ typedef struct mdf_fire2_args {
     int64_t work;
     int32_t nsys, status;
     double dt, dtmax, dtmin, maxstep, finc, fdec, astart, fa;
-    int32_t nmin, pad_;
+    int32_t nmin;
+    int32_t natoms;          /* as mdf_fire_args.natoms */
 } mdf_fire2_args;
 
 typedef struct mdf_fire2_vars {
@@ -277,6 +279,7 @@ MDF_HD void mdf_fire2_store(mdf_sys_state *st, const mdf_fire2_vars *v)
 typedef struct mdf_gd_args {
     int64_t work;
     int32_t nsys, status;
+    int32_t natoms, pad_;    /* as mdf_fire_args.natoms */
     double step, maxstep;
 } mdf_gd_args;
 
@@ -310,6 +313,7 @@ typedef struct mdf_lbfgs_args {
     int32_t nsys, status;
     int32_t memory, atom_cap, sys_cap;
     int32_t max_natoms;      /* the shard's largest system: the GPU's shape (optim_cuda.cu) */
+    int32_t natoms, pad_;    /* as mdf_fire_args.natoms */
     double alpha, damping, maxstep;
 } mdf_lbfgs_args;
 

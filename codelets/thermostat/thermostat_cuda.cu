@@ -35,7 +35,7 @@ typedef struct thermo_launch {
 static void thermo_begin(thermo_launch *L, const mdf_thermo_args *a, int K, int with_factor)
 {
     L->stream = starpu_cuda_get_local_stream();
-    L->natoms = a->work > 0 ? (int32_t)a->work : 0;
+    L->natoms = a->natoms > 0 ? a->natoms : 0; /* not a->work: a model size */
     L->nsys = a->nsys;
     L->nb = mdf_seg_grid(0, L->natoms);
     L->factor = NULL;

@@ -50,7 +50,7 @@
 
 /* Arguments of every thermostat task. */
 typedef struct mdf_thermo_args {
-    int64_t work;          /* atoms in the shard (performance-model key) */
+    int64_t work;          /* atoms of the systems it moves (performance-model key) */
     double dt;             /* internal time units */
     double kT;             /* eV */
     double c1;             /* Langevin: exp(-γ dt); Bussi and NPT: exp(-dt/τ_T) */
@@ -68,7 +68,8 @@ typedef struct mdf_thermo_args {
     int32_t kind;          /* MDF_THERMO_* (post_update) */
     int32_t momentum;      /* 1: the method conserves the total momentum
                             * (MDF_METHOD_MOMENTUM): Nf = mdf_sys_dof(s, momentum) */
-    int32_t pad_;
+    int32_t natoms;        /* atoms in the shard (mdf_method_natoms): a CUDA task's per-atom range;
+                            * `work` is the performance model's size only */
 } mdf_thermo_args;
 
 MDF_HD double mdf_thermo_ke(const double *v, double mass)

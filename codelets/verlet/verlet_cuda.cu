@@ -57,7 +57,7 @@ __global__ void vv_post_sys_kernel(mdf_sys_info *sys, mdf_sys_result *res, int32
 extern "C" void mdf_vv_pre_cuda(void *buffers[], void *cl_arg)
 {
     const mdf_vv_args *args = (const mdf_vv_args *)cl_arg;
-    int32_t natoms = (int32_t)args->work;
+    int32_t natoms = args->natoms; /* not args->work: a model size */
     if (natoms <= 0) return;
     vv_pre_kernel<<<(natoms + MDF_BLOCK - 1) / MDF_BLOCK, MDF_BLOCK, 0, starpu_cuda_get_local_stream()>>>(
         (double *)STARPU_VECTOR_GET_PTR(buffers[0]), (double *)STARPU_VECTOR_GET_PTR(buffers[1]),
@@ -79,7 +79,7 @@ extern "C" void mdf_vv_post_cuda(void *buffers[], void *cl_arg)
     const mdf_atom_info *atoms = (const mdf_atom_info *)STARPU_VECTOR_GET_PTR(buffers[2]);
     mdf_sys_info *sys = (mdf_sys_info *)STARPU_VECTOR_GET_PTR(buffers[3]);
     mdf_sys_result *res = (mdf_sys_result *)STARPU_VECTOR_GET_PTR(buffers[4]);
-    const int32_t natoms = args->work > 0 ? (int32_t)args->work : 0;
+    const int32_t natoms = args->natoms > 0 ? args->natoms : 0; /* not args->work: a model size */
     mdf_seg_parts p;
     mdf_cuda_try(mdf_seg_alloc(&p, 1, 0, natoms, args->nsys, stream));
     if (p.nblocks > 0) {

@@ -25,10 +25,13 @@ MDF_HD double mdf_vv_post_atom(double *v, const double *f, double mass, double i
 
 /* Arguments every Verlet task carries. */
 typedef struct mdf_vv_args {
-    int64_t work;          /* atoms in the shard (performance-model key) */
+    int64_t work;          /* atoms of the systems it moves (performance-model key) */
     double dt;             /* internal time units */
     int32_t status;        /* only systems with this status move */
     int32_t nsys;          /* systems in the shard */
+    int32_t natoms;        /* atoms in the shard (mdf_method_natoms): a CUDA task's per-atom range;
+                            * `work` is the performance model's size only */
+    int32_t pad_;
 } mdf_vv_args;
 
 #endif
