@@ -10,15 +10,26 @@ Cases (the inputs of bench/mdbench.py, so figures compare with bench/run.sh):
   clusters-8k   8,000 argon clusters of 32-256 atoms, 100 NVE steps
 Modes (one mdflow process each, StarPU's environment variables):
   cpu    every core a CPU worker, no CUDA worker (STARPU_NCUDA=0)
-  gpu    one CUDA worker and one CPU worker (the host-only tasks: census,
-         callbacks), scheduler dmda; the worker table shows where tasks ran
+  gpu    one CUDA worker and one CPU worker, scheduler dmda, MDF_CUDA_ONLY=1:
+         every task with a CUDA implementation runs on the GPU, the CPU
+         worker takes the host-only ones (census, callbacks); the batch
+         stays on the GPU
   both   every core and the GPU, scheduler dmdas
 Each run has a time limit (GPU_BENCH_TIMEOUT, default 240 s) so that the
 phase fits in 10 minutes; a run that hits it is reported as such.
 
+The gpu and both modes first run the case once for GPU_BENCH_WARMUP steps
+(default 20; 0: none), untimed: dmda and dmdas place tasks by the codelets'
+performance models, and until those are calibrated (10 measurements per
+codelet, size class and architecture, kept in STARPU_HOME) StarPU places
+tasks to measure them, such as whole-system force tasks on the one CPU
+worker of the gpu mode. The first GPU run (an H200, 2026-11-28) measured
+that calibration: 16.8 s for in.lj 1 M atoms against 5.5 s on 16 cores.
+
 Environment: MDFLOW (the program), BENCH_OUT (folder for gpu.json; default
 bench/results), GPU_BENCH_CASES (space-separated subset), GPU_BENCH_MODES,
-GPU_BENCH_TIMEOUT, NCORES (CPU workers in the cpu and both modes).
+GPU_BENCH_TIMEOUT, GPU_BENCH_WARMUP, GPU_BENCH_LOGS (a folder for each run's
+output; default a temporary one), NCORES (CPU workers in the cpu and both modes).
 Writes gpu.json and prints a table."""
 import json
 import os
@@ -36,11 +47,12 @@ OUT = os.environ.get("BENCH_OUT", os.path.join(HERE, "results"))
 NCORES = int(os.environ.get("NCORES", "") or os.cpu_count() or 1)
 TIMEOUT = float(os.environ.get("GPU_BENCH_TIMEOUT", "240"))
 CASES = os.environ.get("GPU_BENCH_CASES", "inlj-32k clusters-1k inlj-1m clusters-8k").split()
+WARMUP = int(os.environ.get("GPU_BENCH_WARMUP", "20"))
 MODES = os.environ.get("GPU_BENCH_MODES", "cpu gpu both").split()
 
 MODE_ENV = {
     "cpu": {"STARPU_NCPU": str(NCORES), "STARPU_NCUDA": "0"},
-    "gpu": {"STARPU_NCPU": "1", "STARPU_NCUDA": "1", "STARPU_SCHED": "dmda"},
+    "gpu": {"STARPU_NCPU": "1", "STARPU_NCUDA": "1", "STARPU_SCHED": "dmda", "MDF_CUDA_ONLY": "1"},
     "both": {"STARPU_NCPU": str(max(1, NCORES - 1)), "STARPU_NCUDA": "1", "STARPU_SCHED": "dmdas"},
 }
 
@@ -70,10 +82,23 @@ def case_inputs(work, case):
     return xyz, sum(len(c) for c in clusters), nsys, steps, args
 
 
+def warm_up(work, mode, xyz, args, env):
+    """The case for WARMUP steps (models calibrated); its loop time, or None."""
+    i = args.index("--steps")
+    short = args[:i + 1] + [str(min(WARMUP, int(args[i + 1])))] + args[i + 2:]
+    try:
+        p = subprocess.run([MDFLOW, "md", "--input", xyz, "--quiet"] + short, cwd=work, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None
+    return mdbench.parse_mdflow(p.stdout).get("loop_s") if p.returncode == 0 else None
+
+
 def run_mode(work, case, mode, xyz, args):
     cmd = [MDFLOW, "md", "--input", xyz, "--quiet"] + args
     env = dict(os.environ)
     env.update(MODE_ENV[mode])
+    warm = warm_up(work, mode, xyz, args, env) if WARMUP > 0 and mode != "cpu" else None
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -81,12 +106,14 @@ def run_mode(work, case, mode, xyz, args):
     except subprocess.TimeoutExpired:
         return {"error": "time limit of %g s reached" % TIMEOUT, "env": MODE_ENV[mode]}
     wall = time.monotonic() - t0
-    with open(os.path.join(work, "%s_%s.out" % (case, mode)), "w") as fp:
+    with open(os.path.join(os.environ.get("GPU_BENCH_LOGS") or work, "%s_%s.out" % (case, mode)), "w") as fp:
         fp.write(p.stdout)
     r = mdbench.parse_mdflow(p.stdout)
     if p.returncode != 0 or "loop_s" not in r:
         return {"error": "mdflow exited %d: %s" % (p.returncode, p.stdout.strip()[-600:]), "env": MODE_ENV[mode]}
     r["wall_s"] = wall
+    r["warmup_steps"] = min(WARMUP, r["steps"]) if mode != "cpu" and WARMUP > 0 else 0
+    r["warmup_loop_s"] = warm
     r["atom_steps_per_s"] = r["atoms"] * r["steps"] / r["loop_s"]
     r["cuda_tasks"] = sum(w["tasks"] for w in r["workers"] if "CUDA" in w["name"].upper())
     r["cpu_tasks"] = sum(w["tasks"] for w in r["workers"] if "CUDA" not in w["name"].upper())

@@ -28,7 +28,10 @@ int mdf_batch_default_shards(size_t nsystems, int64_t natoms)
     int workers = mdf_runtime_plan_workers();
     if (workers < 1) workers = 1;
     int64_t by_size = natoms / MDF_SHARD_MIN_ATOMS;
-    int64_t n = 4 * (int64_t)workers;
+    /* Four shards a worker let CPU workers balance; a CUDA worker runs its
+     * tasks one after another on one stream, so with MDF_CUDA_ONLY a shard
+     * per GPU: fewer, larger tasks (each costs ~75 us on an H200 node). */
+    int64_t n = (mdf_runtime_cuda_only() ? 1 : 4) * (int64_t)workers;
     if (n > by_size) n = by_size;
     if (n > (int64_t)nsystems) n = (int64_t)nsystems;
     return n < 1 ? 1 : (int)n;
@@ -577,6 +580,27 @@ static mdf_status fill_system(mdf_batch *b, const mdf_frame *f, size_t i, mdf_sh
     return MDF_OK;
 }
 
+/* With CUDA workers, page-locks the arrays the tasks move: StarPU copies
+ * pageable memory to a GPU through a staging buffer at a fraction of the
+ * bus's speed (on an H200 node, 1 GB/s where its bus benchmark, taken with
+ * pinned memory, promised far more, so dmda misjudged every transfer). An
+ * array that cannot be pinned (a locked-memory limit) stays pageable. */
+static void pin_arrays(mdf_batch *b)
+{
+    if (starpu_cuda_worker_get_count() == 0) return;
+    size_t na = (size_t)b->atom_cap, ns = b->sys_cap;
+    void *ptr[7] = {b->pos, b->vel, b->force, b->atoms, b->sys, b->res, b->state};
+    size_t bytes[7] = {3 * na * sizeof(double), 3 * na * sizeof(double), 3 * na * sizeof(double),
+                       na * sizeof(mdf_atom_info), ns * sizeof(mdf_sys_info), ns * sizeof(mdf_sys_result),
+                       ns * sizeof(mdf_sys_state)};
+    for (int k = 0; k < 7; k++) {
+        if (bytes[k] == 0 || starpu_memory_pin(ptr[k], bytes[k]) != 0) continue;
+        b->pinned[b->npinned] = ptr[k];
+        b->pinned_bytes[b->npinned] = bytes[k];
+        b->npinned++;
+    }
+}
+
 static mdf_status alloc_arrays(mdf_batch *b, mdf_error *err)
 {
     size_t na = (size_t)b->atom_cap, ns = b->sys_cap;
@@ -594,6 +618,7 @@ static mdf_status alloc_arrays(mdf_batch *b, mdf_error *err)
         !b->sys_slot || !b->shards)
         return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for a batch of %zu systems and %zu atoms",
                              ns, na);
+    pin_arrays(b);
     return MDF_OK;
 }
 
@@ -613,6 +638,8 @@ static void free_arrays(mdf_batch *b)
     if (b->meta)
         for (size_t i = 0; i < b->sys_cap; i++) free_meta(&b->meta[i]);
     free(b->meta);
+    for (int k = 0; k < b->npinned; k++) starpu_memory_unpin(b->pinned[k], b->pinned_bytes[k]);
+    b->npinned = 0;
     free(b->pos);
     free(b->vel);
     free(b->force);

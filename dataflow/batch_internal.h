@@ -45,6 +45,11 @@ struct mdf_batch {
     int64_t *sys_slot;            /* batch system index -> slot in sys/res/meta */
     int nshards;
     mdf_shard *shards;
+    /* The arrays above that are page-locked (starpu_memory_pin, with CUDA
+     * workers): copies to and from a GPU then run at the bus's speed. */
+    void *pinned[7];
+    size_t pinned_bytes[7];
+    int npinned;
 };
 
 /* ---- inflight refills (host side) ------------------------------------------ */

@@ -95,6 +95,7 @@ void mdf_runtime_versions(mdf_runtime_versions_info *v)
  * on 2 cores: a fifth of a core, and 5% more wall time). When no other
  * thread waits, the call returns at once: a short pause in the polling. */
 static int idle_hooked; /* registered once per process (StarPU keeps its hooks) */
+static int cuda_only;   /* MDF_CUDA_ONLY, read by mdf_runtime_start */
 
 static unsigned idle_yield(void *arg)
 {
@@ -161,6 +162,8 @@ mdf_status mdf_runtime_start(const mdf_runtime_config *cfg_in, mdf_error *err)
     if (ret != 0) return err && err->code ? err->code : mdf_error_set(err, MDF_ERR_STARPU, "StarPU failed to start "
                                                                       "(error %d)", ret);
     if (cfg.profiling) starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+    const char *only = getenv("MDF_CUDA_ONLY");
+    cuda_only = only && *only && strcmp(only, "0") != 0 && starpu_cuda_worker_get_count() > 0;
 #ifndef STARPU_SIMGRID
     if (!idle_hooked) idle_hooked = starpu_idle_hook_register(idle_yield, NULL) >= 0;
 #endif
@@ -239,6 +242,7 @@ void mdf_runtime_resume(void) { starpu_resume(); }
 
 int mdf_runtime_cpu_workers(void) { return (int)starpu_cpu_worker_get_count(); }
 int mdf_runtime_cuda_workers(void) { return (int)starpu_cuda_worker_get_count(); }
+int mdf_runtime_cuda_only(void) { return cuda_only; }
 
 const char *mdf_runtime_sched_name(void)
 {

@@ -343,6 +343,9 @@ int mdf_runtime_plan_cuda_workers(void)
 int mdf_runtime_plan_workers(void)
 {
     int cpus = env_count("MDF_PLAN_CPUS"), cuda = env_count("MDF_PLAN_CUDA");
+    /* MDF_CUDA_ONLY: the GPUs run every planned task (the CPU workers only
+     * host-side ones), so shards and chunks are planned for them alone. */
+    if (cpus < 0 && cuda < 0 && mdf_runtime_cuda_only()) return (int)starpu_cuda_worker_get_count();
     if (cpus < 0 && cuda < 0) return (int)starpu_worker_get_count();
     if (cpus < 0) cpus = (int)starpu_cpu_worker_get_count();
     return cpus + mdf_runtime_plan_cuda_workers();

@@ -70,6 +70,9 @@ static int emulate;
 
 typedef struct worker_counts {
     long cpu_tasks, cuda_tasks;
+    int cuda_only; /* mdf_runtime_cuda_only() during the run */
+    int nshards, nchunks; /* the batch's shards, the model's chunks */
+    int ncuda_workers;
     tu_gpu_first_counts policy;
 } worker_counts;
 
@@ -206,7 +209,7 @@ static void compare_final(const sys_final *a, const sys_final *b, const toleranc
         dx = fmax(dx, fabs(a->pos[k] - b->pos[k]));
         dv = fmax(dv, fabs(a->vel[k] - b->vel[k]));
     }
-    if (i < 3 || de > tol->energy_rel || dx > tol->pos_abs)
+    if (i < 3 || de > tol->energy_rel || dx > tol->pos_abs || getenv("MDF_TEST_VERBOSE"))
         printf("# %s system %zu (%lld atoms, step %lld): rel dE %.2e, rel dKE %.2e, rel dW %.2e, |dF| %.2e, "
                "|dx| %.2e, |dv| %.2e\n",
                what, i, (long long)a->natoms, (long long)a->step, de, dk, dw, df, dx, dv);
@@ -228,18 +231,28 @@ static mdf_model *argon(double rc)
     return m;
 }
 
+/* Diagnostics on a GPU node (defaults: the test's case):
+ * MDF_TEST_INFLIGHT_RELAX / _MD, the two stages' methods (fire, langevin);
+ * MDF_TEST_INFLIGHT_BUDGET, the sampler's atoms (400: refills; 100000: none);
+ * MDF_TEST_VERBOSE=1 prints every system's differences. */
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
 static mdf_stage *relax_then_md(void)
 {
     mdf_stage_config rc, mc;
     mdf_stage_config_init(&rc);
-    rc.integrator = "fire";
+    rc.integrator = env_or("MDF_TEST_INFLIGHT_RELAX", "fire");
     rc.chunk_atoms = CHUNK_ATOMS;
     rc.check_interval = 5;
     mdf_stage *relax = NULL, *md = NULL, *fused = NULL;
     TU_CALL(mdf_stage_create, &rc, &relax);
     TU_CALL(mdf_stage_add_criterion, relax, MDF_CRITERION_STEPS, RELAX_STEPS);
     mdf_stage_config_init(&mc);
-    mc.integrator = "langevin";
+    mc.integrator = env_or("MDF_TEST_INFLIGHT_MD", "langevin");
     mc.status = 1;
     mc.converged_status = 2;
     mc.chunk_atoms = CHUNK_ATOMS;
@@ -271,7 +284,7 @@ static void run_inflight(int kind, int jittered, sys_final fin[NDATA], mdf_stage
     if (jittered) jitter(frames, NDATA, 17);
     mdf_sampler_config sc;
     mdf_sampler_config_init(&sc);
-    sc.max_atoms = BUDGET_ATOMS;
+    sc.max_atoms = atoll(env_or("MDF_TEST_INFLIGHT_BUDGET", "400"));
     mdf_sampler *sampler = NULL;
     TU_CALL(mdf_sampler_create, frames, NDATA, &sc, &sampler);
     mdf_model *m = argon(6.5);
@@ -307,7 +320,19 @@ static void test_inflight(void **state)
     /* Refill points wait for the census, which arrives when the tasks run:
      * the refill count and the run's length depend on timing, a system's
      * trajectory does not (each follows the one it would follow alone). */
-    assert_true(rc.refills >= 2 && rg.refills >= 2); /* the budget holds about a quarter of the dataset */
+    if (!getenv("MDF_TEST_INFLIGHT_BUDGET"))
+        assert_true(rc.refills >= 2 && rg.refills >= 2); /* the budget holds about a quarter of the dataset */
+    if (getenv("MDF_TEST_VERBOSE")) {
+        int bad = 0;
+        for (size_t i = 0; i < NDATA; i++) {
+            double de = fabs(cpu[i].epot - gpu[i].epot) / fmax(1e-3 * (double)cpu[i].natoms, fabs(cpu[i].epot));
+            if (de > dynamics_tol.energy_rel) bad++;
+            printf("# inflight system %zu: %lld atoms, status %d/%d, step %lld/%lld, rel dE %.2e\n", i,
+                   (long long)cpu[i].natoms, (int)cpu[i].status, (int)gpu[i].status, (long long)cpu[i].step,
+                   (long long)gpu[i].step, de);
+        }
+        printf("# inflight: %d of %d systems differ\n", bad, NDATA);
+    }
     assert_int_equal(rc.converged, NDATA);
     assert_int_equal(rg.converged, NDATA);
     for (size_t i = 0; i < NDATA; i++) {
@@ -651,9 +676,14 @@ static void test_big_fire2(void **state)
 #define MIXED_SYS 49 /* 48 clusters and a crystal of 4,000 atoms cut into 8 model slices */
 #define MIXED_SHARDS 12
 
-static void run_mixed(int kind, int jittered, sys_final fin[MIXED_SYS], worker_counts *wc)
+/* sched: a StarPU policy over every worker, or NULL: gpu-first.
+ * auto_plan: shards and chunks chosen by mdflow (else fixed). */
+static void run_mixed_sched(int kind, const char *sched, int jittered, int auto_plan, sys_final fin[MIXED_SYS],
+                            worker_counts *wc)
 {
-    start(kind, "dmdas");
+    start(kind, sched);
+    wc->cuda_only = mdf_runtime_cuda_only();
+    wc->ncuda_workers = mdf_runtime_cuda_workers();
     mdf_frame frames[MIXED_SYS];
     for (int i = 0; i < MIXED_SYS - 1; i++) frames[i] = tu_mixed_cluster(i, 0.05, 9);
     /* Its slices may run on CPU and GPU workers in one evaluation: each
@@ -663,9 +693,10 @@ static void run_mixed(int kind, int jittered, sys_final fin[MIXED_SYS], worker_c
     mdf_model *m = argon(6.5);
     mdf_batch_config bc;
     mdf_batch_config_init(&bc);
-    bc.nshards = MIXED_SHARDS;
+    bc.nshards = auto_plan ? 0 : MIXED_SHARDS;
     mdf_batch *b = NULL;
     TU_CALL(mdf_batch_create, frames, MIXED_SYS, &bc, &b);
+    wc->nshards = mdf_batch_nshards(b);
     TU_CALL(mdf_batch_thermalize, b, 25.0, 8, 0);
     mdf_md_config md;
     mdf_md_config_init(&md);
@@ -674,16 +705,27 @@ static void run_mixed(int kind, int jittered, sys_final fin[MIXED_SYS], worker_c
     md.params.seed = 8;
     md.dt_fs = 5.0;
     md.steps = 40;
-    md.chunk_atoms = CHUNK_ATOMS;
+    md.chunk_atoms = auto_plan ? 0 : CHUNK_ATOMS;
     md.thermo = NULL;
     mdf_md_report rep;
     TU_CALL(mdf_md_run, b, m, &md, &rep);
+    wc->nchunks = rep.nchunks;
     TU_CALL(mdf_batch_sync, b);
     keep_batch_finals(b, fin, MIXED_SYS);
     mdf_batch_destroy(b);
     mdf_model_destroy(m);
     for (int i = 0; i < MIXED_SYS; i++) mdf_frame_free(&frames[i]);
-    stop(kind, "dmdas", wc);
+    worker_counts plan = *wc;
+    stop(kind, sched, wc);
+    wc->cuda_only = plan.cuda_only;
+    wc->nshards = plan.nshards;
+    wc->nchunks = plan.nchunks;
+    wc->ncuda_workers = plan.ncuda_workers;
+}
+
+static void run_mixed(int kind, int jittered, sys_final fin[MIXED_SYS], worker_counts *wc)
+{
+    run_mixed_sched(kind, "dmdas", jittered, 0, fin, wc);
 }
 
 static void test_mixed_dmdas(void **state)
@@ -703,6 +745,61 @@ static void test_mixed_dmdas(void **state)
     free_finals(mixed, MIXED_SYS);
 }
 
+/* MDF_CUDA_ONLY=1 under dmdas with every CPU and CUDA worker: the CUDA
+ * workers run every task that has a CUDA implementation and the CPU
+ * workers the others, task for task what gpu-first sends to each queue
+ * (the same tasks: fixed shards and chunks); the results are the CPU's. */
+static void test_cuda_only(void **state)
+{
+    (void)state;
+    static sys_final cpu[MIXED_SYS], first[MIXED_SYS], only[MIXED_SYS];
+    worker_counts wc, wf, wo;
+    run_mixed(RUN_CPU, 0, cpu, &wc);
+    run_mixed_sched(RUN_GPU, NULL, emulate, 0, first, &wf);
+    setenv("MDF_CUDA_ONLY", "1", 1);
+    run_mixed_sched(RUN_GPU, "dmdas", emulate, 0, only, &wo);
+    unsetenv("MDF_CUDA_ONLY");
+    printf("# MDF_CUDA_ONLY under dmdas: %ld tasks on CPU workers, %ld on CUDA workers; gpu-first queues: CPU %ld, "
+           "CUDA %ld\n", wo.cpu_tasks, wo.cuda_tasks, wf.policy.pushed[0], wf.policy.pushed[1]);
+    for (size_t i = 0; i < MIXED_SYS; i++) compare_final(&cpu[i], &only[i], &dynamics_tol, "cuda-only", i);
+    if (emulate) {
+        assert_int_equal(wo.cuda_only, 0); /* no CUDA worker: the variable changes nothing */
+    } else {
+        check_gpu_first(&wf);
+        assert_int_equal(wo.cuda_only, 1);
+        assert_int_equal(wo.cpu_tasks, wf.policy.pushed[0]);
+        assert_int_equal(wo.cuda_tasks, wf.policy.pushed[1]);
+    }
+    free_finals(cpu, MIXED_SYS);
+    free_finals(first, MIXED_SYS);
+    free_finals(only, MIXED_SYS);
+}
+
+/* MDF_CUDA_ONLY with shards and chunks left to mdflow: planned for the
+ * GPUs alone, a shard per GPU and whole systems in one chunk per shard
+ * (the 4,000-atom crystal still in its two fixed slices); the results are
+ * the CPU's (planned for every CPU worker). */
+static void test_cuda_only_auto(void **state)
+{
+    (void)state;
+    static sys_final cpu[MIXED_SYS], only[MIXED_SYS];
+    worker_counts wc, wo;
+    run_mixed_sched(RUN_CPU, "dmdas", 0, 1, cpu, &wc);
+    setenv("MDF_CUDA_ONLY", "1", 1);
+    run_mixed_sched(RUN_GPU, "dmdas", emulate, 1, only, &wo);
+    unsetenv("MDF_CUDA_ONLY");
+    printf("# automatic plan: CPU run %d shards, %d chunks; MDF_CUDA_ONLY run %d shards, %d chunks, %ld tasks on CPU "
+           "workers, %ld on CUDA workers\n", wc.nshards, wc.nchunks, wo.nshards, wo.nchunks, wo.cpu_tasks,
+           wo.cuda_tasks);
+    for (size_t i = 0; i < MIXED_SYS; i++) compare_final(&cpu[i], &only[i], &dynamics_tol, "cuda-only auto", i);
+    if (!emulate) {
+        assert_int_equal(wo.cuda_only, 1);
+        assert_int_equal(wo.nshards, wo.ncuda_workers); /* a shard per GPU (49 systems, 8,000+ atoms) */
+    }
+    free_finals(cpu, MIXED_SYS);
+    free_finals(only, MIXED_SYS);
+}
+
 int main(void)
 {
     /* The tests choose workers and policies themselves. */
@@ -717,9 +814,11 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inflight),  cmocka_unit_test(test_bytes), cmocka_unit_test(test_device_sink),
-        cmocka_unit_test(test_mixed_dmdas), cmocka_unit_test(test_big_lbfgs), cmocka_unit_test(test_big_fire2),
+        cmocka_unit_test(test_mixed_dmdas), cmocka_unit_test(test_cuda_only),
+        cmocka_unit_test(test_cuda_only_auto), cmocka_unit_test(test_big_lbfgs), cmocka_unit_test(test_big_fire2),
         cmocka_unit_test(test_rebuild_rule),
         cmocka_unit_test(test_large),
     };
+    tu_test_filter_from_env();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,9 @@ struct starpu_task *mdf_task_new(struct starpu_codelet *cl, const void *args, si
     }
     memcpy(copy, args, args_size);
     task->cl = cl;
+    /* MDF_CUDA_ONLY: what a GPU can run stays there (dmda would otherwise
+     * weigh a CPU worker's copy of the batch against the GPU's each step). */
+    if (cl->cuda_funcs[0] && mdf_runtime_cuda_only()) task->where = STARPU_CUDA;
     task->cl_arg = copy;
     task->cl_arg_size = args_size;
     task->cl_arg_free = 1;

@@ -68,6 +68,11 @@ void mdf_runtime_resume(void);
 /* Worker counts once started. */
 int mdf_runtime_cpu_workers(void);
 int mdf_runtime_cuda_workers(void);
+/* 1 when MDF_CUDA_ONLY=1 was set at mdf_runtime_start and CUDA workers
+ * run: every task whose codelet has a CUDA implementation then runs on the
+ * CUDA workers (task->where), so that the batch stays on the GPU; the
+ * others (host views, callbacks, sinks to files) run on the CPU workers. */
+int mdf_runtime_cuda_only(void);
 /* Name of the scheduling policy in use. */
 const char *mdf_runtime_sched_name(void);
 
@@ -171,7 +176,8 @@ void mdf_task_wait_for_n_submitted(unsigned n);
  * behind its tasks. */
 void mdf_runtime_record_host_waited(void);
 /* How many workers, and CUDA workers, mdflow plans shards, chunks and list
- * tasks for: StarPU's, or MDF_PLAN_CPUS (+ MDF_PLAN_CUDA) when set, which
+ * tasks for: StarPU's (its CUDA workers alone under MDF_CUDA_ONLY, with a
+ * shard per GPU by default), or MDF_PLAN_CPUS (+ MDF_PLAN_CUDA) when set, which
  * mdflow sched --simulate sets to record the graph the simulated machine
  * would run. */
 int mdf_runtime_plan_workers(void);
