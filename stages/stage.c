@@ -1550,9 +1550,7 @@ static mdf_status run_stage(mdf_stage *s, mdf_batch *b, mdf_model *m, mdf_inflig
     if (st != MDF_OK) return st;
     stage_run r;
     st = create_run(&r, s, b, m, resume, err);
-    r.in = in;
-    r.post_pre = NULL;
-    r.deferred_post = 0;
+    r.in = in; /* create_run zeroed the rest, post_pre and deferred_post among it */
     if (in && plan && plan->path) {
         r.ckpt_path = plan->path;
         r.fixed_course = 1;
