@@ -173,6 +173,7 @@ mdf_status mdf_runtime_start(const mdf_runtime_config *cfg_in, mdf_error *err)
 void mdf_runtime_stop(void)
 {
     mdf_perfmodels_save(); /* the fits this run measured, for the next one */
+    cuda_only = 0;         /* read again by the next mdf_runtime_start */
 #ifdef MDF_HAVE_MPI
     if (mpi_started) {
         if (driver_mode) {
