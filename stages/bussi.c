@@ -15,8 +15,8 @@
  * energy has nothing to rescale and stays cold: draw velocities first. */
 #include <math.h>
 #include "mdflow/units.h"
-#include "../codelets/verlet/verlet_codelet.h"
 #include "bussi.h"
+#include "velocity_verlet.h"
 #include "thermostat.h"
 
 static const mdf_param_def bussi_defs[] = {
@@ -24,22 +24,13 @@ static const mdf_param_def bussi_defs[] = {
                      "relaxation time of the kinetic energy (typical 10 to 1000 dt)"),
     MDF_PARAM_END};
 
-static int bussi_pre(const mdf_method_ctx *c)
-{
-    mdf_vv_args a = {.dt = mdf_method_dt(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c),
-                     .natoms = mdf_method_natoms(c)};
-    return mdf_insert_vv_pre(mdf_method_pos(c), mdf_method_vel(c), mdf_method_force(c), mdf_method_atoms(c),
-                             mdf_method_sys(c), mdf_method_task_work(c), &a);
-}
-
 static int bussi_post(const mdf_method_ctx *c)
 {
     const mdf_bussi_params *p = mdf_method_params(c);
     mdf_thermo_handles h = mdf_thermo_handles_of(c);
-    mdf_thermo_args a = {.work = mdf_method_task_work(c), .natoms = mdf_method_natoms(c), .dt = mdf_method_dt(c),
-                         .kT = MDF_KB * mdf_method_temperature(c), .c1 = exp(-mdf_method_dt_fs(c) / p->tau_fs),
-                         .seed = mdf_method_seed(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c),
-                         .kind = MDF_THERMO_BUSSI, .momentum = (mdf_bussi.flags & MDF_METHOD_MOMENTUM) != 0};
+    mdf_thermo_args a = mdf_thermo_args_of(c, &mdf_bussi);
+    a.c1 = exp(-mdf_method_dt_fs(c) / p->tau_fs);
+    a.kind = MDF_THERMO_BUSSI;
     return mdf_insert_thermo_post(&h, &a);
 }
 
@@ -53,6 +44,6 @@ const mdf_method mdf_bussi = {
     .flags = MDF_METHOD_MOMENTUM | MDF_METHOD_TEMPERATURE,
     .params = bussi_defs,
     .params_size = sizeof(mdf_bussi_params),
-    .pre_update = bussi_pre,
+    .pre_update = mdf_vv_pre_update, /* Bussi's first half is Verlet's */
     .post_update = bussi_post,
 };

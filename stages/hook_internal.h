@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include "../dataflow/batch_internal.h"
 #include "../codelets/host/host_view_codelet.h"
+#include "../codelets/hooks/hooks_codelet.h"
 #include "mdflow/hook.h"
 #include "mdflow/stage.h"
 
@@ -61,6 +62,14 @@ typedef struct mdf_hook_ctx {
     int64_t work;                /* atoms of the (sub-)stage's systems in the shard at
                                   * the latest census: its tasks' model size */
 } mdf_hook_ctx;
+
+/* What every built-in hook codelet takes for shard c->sh: its model size,
+ * the shard's atoms (a CUDA task's range), systems and the stage's status.
+ * A hook adds its own fields (max_force, action). */
+static inline mdf_hooks_args mdf_hooks_args_of(const mdf_hook_ctx *c)
+{
+    return (mdf_hooks_args){.work = c->work, .natoms = c->sh->natoms, .nsys = c->sh->nsys, .status = c->status};
+}
 
 /* ops->needs: what the step must compute on the hook's due steps. */
 #define MDF_HOOK_NEEDS_FMAX 1    /* res.fmax fresh (the convergence task runs) */

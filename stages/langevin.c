@@ -30,11 +30,10 @@ static const mdf_param_def langevin_defs[] = {
 static mdf_thermo_args langevin_args(const mdf_method_ctx *c)
 {
     const mdf_langevin_params *p = mdf_method_params(c);
-    return (mdf_thermo_args){.work = mdf_method_task_work(c), .natoms = mdf_method_natoms(c), .dt = mdf_method_dt(c),
-                             .kT = MDF_KB * mdf_method_temperature(c),
-                             .c1 = exp(-p->friction_per_fs * mdf_method_dt_fs(c)), .seed = mdf_method_seed(c),
-                             .status = mdf_method_status(c), .nsys = mdf_method_nsys(c), .kind = MDF_THERMO_LANGEVIN,
-                             .momentum = (mdf_langevin.flags & MDF_METHOD_MOMENTUM) != 0};
+    mdf_thermo_args a = mdf_thermo_args_of(c, &mdf_langevin);
+    a.c1 = exp(-p->friction_per_fs * mdf_method_dt_fs(c));
+    a.kind = MDF_THERMO_LANGEVIN;
+    return a;
 }
 
 static int langevin_pre(const mdf_method_ctx *c)

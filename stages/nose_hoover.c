@@ -29,11 +29,11 @@ static const mdf_param_def nhc_defs[] = {
 static mdf_thermo_args nhc_args(const mdf_method_ctx *c)
 {
     const mdf_nose_hoover_params *p = mdf_method_params(c);
-    return (mdf_thermo_args){.work = mdf_method_task_work(c), .natoms = mdf_method_natoms(c), .dt = mdf_method_dt(c),
-                             .kT = MDF_KB * mdf_method_temperature(c), .tau = mdf_fs_to_internal(p->tau_fs),
-                             .seed = mdf_method_seed(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c),
-                             .chain = p->chain, .kind = MDF_THERMO_NHC,
-                             .momentum = (mdf_nose_hoover.flags & MDF_METHOD_MOMENTUM) != 0};
+    mdf_thermo_args a = mdf_thermo_args_of(c, &mdf_nose_hoover);
+    a.tau = mdf_fs_to_internal(p->tau_fs);
+    a.chain = p->chain;
+    a.kind = MDF_THERMO_NHC;
+    return a;
 }
 
 static int nhc_pre(const mdf_method_ctx *c)

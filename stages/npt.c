@@ -70,13 +70,14 @@ static const mdf_param_def npt_defs[] = {
 static mdf_thermo_args npt_args(const mdf_method_ctx *c)
 {
     const mdf_npt_params *p = mdf_method_params(c);
-    return (mdf_thermo_args){.work = mdf_method_task_work(c), .natoms = mdf_method_natoms(c), .dt = mdf_method_dt(c),
-                             .kT = MDF_KB * mdf_method_temperature(c), .c1 = exp(-mdf_method_dt_fs(c) / p->tau_t_fs),
-                             .p0 = p->pressure_bar * MDF_BAR_IN_EV_PER_A3,
-                             .beta_t = p->compressibility_per_bar / MDF_BAR_IN_EV_PER_A3,
-                             .tau_p = mdf_fs_to_internal(p->tau_p_fs), .r_list = mdf_method_list_radius(c),
-                             .seed = mdf_method_seed(c), .status = mdf_method_status(c), .nsys = mdf_method_nsys(c),
-                             .kind = MDF_THERMO_NPT, .momentum = (mdf_npt.flags & MDF_METHOD_MOMENTUM) != 0};
+    mdf_thermo_args a = mdf_thermo_args_of(c, &mdf_npt);
+    a.c1 = exp(-mdf_method_dt_fs(c) / p->tau_t_fs);
+    a.p0 = p->pressure_bar * MDF_BAR_IN_EV_PER_A3;
+    a.beta_t = p->compressibility_per_bar / MDF_BAR_IN_EV_PER_A3;
+    a.tau_p = mdf_fs_to_internal(p->tau_p_fs);
+    a.r_list = mdf_method_list_radius(c);
+    a.kind = MDF_THERMO_NPT;
+    return a;
 }
 
 static int npt_pre(const mdf_method_ctx *c)

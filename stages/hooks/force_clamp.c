@@ -14,8 +14,8 @@ typedef struct clamp_impl {
 static int clamp_submit(mdf_hook *h, const mdf_hook_ctx *c)
 {
     const clamp_impl *impl = (const clamp_impl *)h->impl;
-    mdf_hooks_args a = {.work = c->work, .natoms = c->sh->natoms, .nsys = c->sh->nsys, .status = c->status,
-                        .max_force = impl->max_force};
+    mdf_hooks_args a = mdf_hooks_args_of(c);
+    a.max_force = impl->max_force;
     return mdf_insert_hook_force_clamp(c->sh->force, c->sh->sys, &a);
 }
 

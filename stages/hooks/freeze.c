@@ -10,7 +10,7 @@
 static int freeze_submit(mdf_hook *h, const mdf_hook_ctx *c)
 {
     (void)h;
-    mdf_hooks_args a = {.work = c->work, .natoms = c->sh->natoms, .nsys = c->sh->nsys, .status = c->status};
+    mdf_hooks_args a = mdf_hooks_args_of(c);
     return mdf_insert_hook_freeze(c->sh->force, c->sh->vel, c->sh->atoms, c->sh->sys, &a);
 }
 

@@ -116,8 +116,8 @@ static int nan_submit(mdf_hook *h, const mdf_hook_ctx *c)
 {
     nan_impl *impl = (nan_impl *)h->impl;
     const mdf_shard *sh = c->sh;
-    mdf_hooks_args a = {.work = c->work, .natoms = sh->natoms, .nsys = sh->nsys, .status = c->status,
-                        .action = (int32_t)impl->action};
+    mdf_hooks_args a = mdf_hooks_args_of(c);
+    a.action = (int32_t)impl->action;
     int ret = mdf_insert_hook_nan_check(sh->pos, sh->vel, sh->force, sh->sys, sh->res, &a);
     if (ret != 0) return ret;
     mdf_host_view_args v = {.work = sh->nsys, .step = c->step, .first_row = c->first_row, .nsys = sh->nsys,

@@ -11,7 +11,7 @@
 static int wrap_submit(mdf_hook *h, const mdf_hook_ctx *c)
 {
     (void)h;
-    mdf_hooks_args a = {.work = c->work, .natoms = c->sh->natoms, .nsys = c->sh->nsys, .status = c->status};
+    mdf_hooks_args a = mdf_hooks_args_of(c);
     return mdf_insert_hook_wrap(c->sh->pos, c->sh->sys, &a);
 }
 
