@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "batch_internal.h"
 #include "../codelets/nlist/nlist_kernel.h"
 #include "mdflow/runtime.h"
@@ -314,13 +315,31 @@ static mdf_status validate_frame(const mdf_frame *f, size_t index, const mdf_sys
 
 /* ---- allocation and registration ---------------------------------------- */
 
+void mdf_mem_advise_huge(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    if (!p || bytes < MDF_HUGE_MIN) return;
+    /* The whole huge pages inside [p, p + bytes): madvise needs page
+     * alignment, and a huge page must lie within the range. */
+    uintptr_t lo = ((uintptr_t)p + MDF_HUGE_PAGE - 1) & ~(uintptr_t)(MDF_HUGE_PAGE - 1);
+    uintptr_t hi = ((uintptr_t)p + bytes) & ~(uintptr_t)(MDF_HUGE_PAGE - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice only: failure changes nothing */
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 static void *zalloc(size_t count, size_t size)
 {
-    /* StarPU may pin or copy these; 64-byte alignment keeps vector loads happy. */
+    /* StarPU may pin or copy these; 64-byte alignment keeps vector loads
+     * happy, huge-page alignment lets a large array be all huge pages. */
     size_t bytes = count * size;
     if (bytes == 0) bytes = 64;
+    const size_t align = bytes >= MDF_HUGE_MIN ? MDF_HUGE_PAGE : 64;
     void *p = NULL;
-    if (posix_memalign(&p, 64, (bytes + 63) & ~(size_t)63)) return NULL;
+    if (posix_memalign(&p, align, (bytes + 63) & ~(size_t)63)) return NULL;
+    mdf_mem_advise_huge(p, bytes); /* before the first write, which faults the pages in */
     memset(p, 0, bytes);
     return p;
 }
