@@ -9,7 +9,10 @@ through the environment:
   MPIRUN     mpirun (default: mpirun)
   NCORES     cores for both codes (default: nproc)
   QUICK      1: smoke version (small systems, few steps)
-  REPEAT     runs per measurement, the fastest is kept (default 1)
+  REPEAT     runs per measurement, the fastest is kept (default 1); in.lj
+             and the small case run mdflow and LAMMPS in rounds (each
+             once per round), so that a machine whose speed drifts over
+             minutes does not favour whichever code ran in the fast ones
   LAMMPS_MODE  force the LAMMPS mode: mpi, omp or serial (default: detect)
   BENCH_OUT  folder of the JSON results (default: bench/results)
   BENCH_WORK scratch folder (default: a fresh one under $TMPDIR, removed unless KEEP=1)
@@ -188,15 +191,47 @@ def run_timed(cmd, cwd, env=None, stdout_path=None):
     return p.returncode, wall, p.stdout
 
 
+_RUNS = [None]  # runs per best_of: REPEAT, or 1 inside rounds()
+
+
 def best_of(fn):
-    """Calls fn() REPEAT times, keeps the result with the smallest loop time."""
+    """Calls fn() REPEAT times (once inside rounds()), keeps the result with
+    the smallest loop time."""
     best = None
-    for _ in range(REPEAT):
+    for _ in range(_RUNS[0] or REPEAT):
         r = fn()
         if r.get("error"):
             return r
         if best is None or r["loop_s"] < best["loop_s"]:
             best = r
+    return best
+
+
+def rounds_once(calls):
+    """Each call measured once, in order."""
+    _RUNS[0] = 1
+    try:
+        return [call() for call in calls]
+    finally:
+        _RUNS[0] = None
+
+
+def rounds(calls):
+    """Each call measures once; REPEAT rounds of all of them in turn, the
+    fastest loop of each kept (an error kept as it is). Returns a list like
+    calls."""
+    best = [None] * len(calls)
+    _RUNS[0] = 1
+    try:
+        for _ in range(REPEAT):
+            for k, call in enumerate(calls):
+                if best[k] is not None and best[k].get("error"):
+                    continue
+                r = call()
+                if best[k] is None or r.get("error") or r["loop_s"] < best[k]["loop_s"]:
+                    best[k] = r
+    finally:
+        _RUNS[0] = None
     return best
 
 
@@ -492,15 +527,20 @@ def detect_lammps_modes(work):
 
 # ------------------------------------------------------------------ cases --
 
-def run_lammps_input(work, name, mode, infile, steps, what=""):
+def log_lammps(mode, r, what=""):
+    log("  LAMMPS %-6s %s%s" % (mode, r.get("error") or "loop %.3f s, total %.3f s" % (r["loop_s"], r["wall_s"]),
+                                what))
+
+
+def run_lammps_input(work, name, mode, infile, steps, what="", quiet=False):
     """LAMMPS on one input file in a mode, its log WORK/NAME.log and the peak
-    memory of its processes; prints a line."""
+    memory of its processes; prints a line unless quiet."""
     lg = os.path.join(work, name + ".log")
     rss = rss_dir_for(work, name + "_lammps")
     r = run_lammps(work, name + "_lammps", lammps_cmd(mode, infile, ["-log", lg, "-screen", "none"], rss), [lg],
                    steps, rss_dir=rss)
-    log("  LAMMPS %-6s %s%s" % (mode, r.get("error") or "loop %.3f s, total %.3f s" % (r["loop_s"], r["wall_s"]),
-                                what))
+    if not quiet:
+        log_lammps(mode, r, what)
     return r
 
 
@@ -516,7 +556,13 @@ def case_inlj(work, modes, ncell=None, steps=None):
     tau_fs = 1.0 / fs_internal()                 # one LJ time unit in fs
     dt_fs = 0.005 * tau_fs
     temp_K = 1.44 / KB_EV
-    per_mode = {mode: run_lammps_input(work, "%s_%s" % (tag, mode), mode, infile, steps) for mode in modes}
+    # Several ways of giving LAMMPS the cores: one run of each picks the
+    # fastest, which then runs in the rounds below.
+    per_mode = {}
+    if len(modes) > 1:
+        per_mode = dict(zip(modes, rounds_once([(lambda m=m: run_lammps_input(work, "%s_%s_probe" % (tag, m), m,
+                                                                              infile, steps))
+                                                for m in modes])))
     ok = {m: r for m, r in per_mode.items() if not r.get("error")}
     mode = min(ok, key=lambda m: ok[m]["loop_s"]) if ok else modes[0]
     # Both codes with in.lj's rebuild rule, "every 20 check no" (rebuild
@@ -529,15 +575,21 @@ def case_inlj(work, modes, ncell=None, steps=None):
     with open(checked_in, "w") as fp:
         fp.write(INLJ_LAMMPS.format(n=ncell, steps=steps).replace(
             "neigh_modify delay 0 every 20 check no", "neigh_modify delay 0 every 1 check yes"))
-    checked = run_lammps_input(work, tag + "_checked", mode, checked_in, steps, " (every 1 check yes)")
-    md = run_mdflow(work, tag + "_mdflow",
-                    mdflow_cmd(xyz, steps, dt_fs, temp_K, 0.3, "Ar:1:1:2.5", velocity_dist=INLJ_VELOCITY_DIST,
-                               extra=("--rebuild-every", "20", "--rebuild-check", "no")))
+    md_cmd = mdflow_cmd(xyz, steps, dt_fs, temp_K, 0.3, "Ar:1:1:2.5", velocity_dist=INLJ_VELOCITY_DIST,
+                        extra=("--rebuild-every", "20", "--rebuild-check", "no"))
+    checked_cmd = mdflow_cmd(xyz, steps, dt_fs, temp_K, 0.3, "Ar:1:1:2.5", velocity_dist=INLJ_VELOCITY_DIST)
+    # In rounds: LAMMPS (its best mode, found above, runs again in them),
+    # mdflow, each rule.
+    lmp_rule, md, checked, md_checked = rounds([
+        lambda: run_lammps_input(work, "%s_%s" % (tag, mode), mode, infile, steps, quiet=True),
+        lambda: run_mdflow(work, tag + "_mdflow", md_cmd),
+        lambda: run_lammps_input(work, tag + "_checked", mode, checked_in, steps, quiet=True),
+        lambda: run_mdflow(work, tag + "_mdflow_checked", checked_cmd)])
+    per_mode[mode] = lmp_rule
+    log_lammps(mode, lmp_rule, " (every 20 check no)")
+    log_lammps(mode, checked, " (every 1 check yes)")
     log("  mdflow        %s (every 20 check no)" % (md.get("error") or "loop %.3f s, total %.3f s, shards %d"
                                                     % (md["loop_s"], md["wall_s"], md["shards"])))
-    md_checked = run_mdflow(work, tag + "_mdflow_checked",
-                            mdflow_cmd(xyz, steps, dt_fs, temp_K, 0.3, "Ar:1:1:2.5",
-                                       velocity_dist=INLJ_VELOCITY_DIST))
     log("  mdflow        %s (every 1 check yes)" % (md_checked.get("error") or "loop %.3f s, total %.3f s"
                                                     % (md_checked["loop_s"], md_checked["wall_s"])))
     res = {"case": "in.lj", "natoms": natoms, "steps": steps, "nsystems": 1,
@@ -560,11 +612,16 @@ def case_small(work, mode):
     with open(infile, "w") as fp:
         fp.write(INLJ_LAMMPS.format(n=SMALL_CELLS, steps=SMALL_STEPS).replace(
             "neigh_modify delay 0 every 20 check no", "neigh_modify delay 0 every 1 check yes"))
-    runs = {m: run_lammps_input(work, "%s_%s" % (tag, m), m, infile, SMALL_STEPS)
-            for m in ["serial"] + ([mode] if mode != "serial" else [])}
-    md = run_mdflow(work, tag + "_mdflow",
-                    mdflow_cmd(xyz, SMALL_STEPS, 0.005 / fs_internal(), 1.44 / KB_EV, 0.3, "Ar:1:1:2.5",
-                               velocity_dist=INLJ_VELOCITY_DIST))
+    lmp_modes = ["serial"] + ([mode] if mode != "serial" else [])
+    md_cmd = mdflow_cmd(xyz, SMALL_STEPS, 0.005 / fs_internal(), 1.44 / KB_EV, 0.3, "Ar:1:1:2.5",
+                        velocity_dist=INLJ_VELOCITY_DIST)
+    # In rounds: each LAMMPS mode, then mdflow, REPEAT times.
+    got = rounds([(lambda m=m: run_lammps_input(work, "%s_%s" % (tag, m), m, infile, SMALL_STEPS, quiet=True))
+                  for m in lmp_modes] + [lambda: run_mdflow(work, tag + "_mdflow", md_cmd)])
+    runs = dict(zip(lmp_modes, got[:-1]))
+    md = got[-1]
+    for m in lmp_modes:
+        log_lammps(m, runs[m])
     log("  mdflow        %s" % (md.get("error") or "loop %.3f s, total %.3f s, overhead %.1f%%"
                                 % (md["loop_s"], md["wall_s"], 100 * (md["overhead_share"] or 0))))
     res = {"case": "small in.lj", "natoms": natoms, "steps": SMALL_STEPS, "mdflow": md,
