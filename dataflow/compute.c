@@ -255,9 +255,9 @@ static mdf_status create_shard_ws(mdf_compute *c, const mdf_shard *sh, shard_ws 
          * spent 0.4 s zeroing 440 MB of slots first. */
         w->list_bytes[k] = mdf_blob_padded(lbytes);
         w->list_mem[k] = lazy_zero(w->list_bytes[k]);
-        mdf_mem_advise_huge(w->list_mem[k], w->list_bytes[k]); /* every row is written */
         if (!w->list_mem[k])
             return mdf_error_set(err, MDF_ERR_NOMEM, "no memory for %zu bytes of neighbour lists", lbytes);
+        mdf_mem_advise_huge(w->list_mem[k], w->list_bytes[k]); /* every row is written */
         mdf_nl_list_head *lh = (mdf_nl_list_head *)w->list_mem[k];
         lh->natoms = n;
         lh->slots = c->slots;

@@ -57,23 +57,17 @@ static double g_v1;              /* LAMMPS volume at 1 GPa, Å³ */
  * KIM's "kim init"). */
 static void run_lmp_units(const char *units, const char *setup, double pressure_bar, double *vol, double *lx)
 {
-    char path[1024], cmd[2048];
-    snprintf(path, sizeof path, "%s/in.lmp", g_dir);
-    FILE *fp = fopen(path, "w");
-    if (!fp) fail_msg("cannot write %s", path);
-    fprintf(fp,
-            "%satom_style atomic\nboundary p p p\n%s"
-            "fix 1 all box/relax iso %.17g vmax 0.001\nmin_modify line quadratic\n"
-            "minimize 0.0 1e-12 100000 1000000\nminimize 0.0 1e-12 100000 1000000\n"
-            "print \"$(vol:%%.17g) $(lx:%%.17g) $(press:%%.17g)\" file results.txt\n",
-            units, setup, pressure_bar);
-    fclose(fp);
-    snprintf(cmd, sizeof cmd, "cd '%s' && rm -f results.txt && lmp -log none -screen screen.txt -in in.lmp "
-             "</dev/null >/dev/null 2>&1", g_dir);
-    int rc = system(cmd);
-    if (rc != 0) fail_msg("lmp failed (status %d); see %s/screen.txt", rc, g_dir);
+    char path[1024], in[4096];
+    int len = snprintf(in, sizeof in,
+             "%satom_style atomic\nboundary p p p\n%s"
+             "fix 1 all box/relax iso %.17g vmax 0.001\nmin_modify line quadratic\n"
+             "minimize 0.0 1e-12 100000 1000000\nminimize 0.0 1e-12 100000 1000000\n"
+             "print \"$(vol:%%.17g) $(lx:%%.17g) $(press:%%.17g)\" file results.txt\n",
+             units, setup, pressure_bar);
+    if (len < 0 || (size_t)len >= sizeof in) fail_msg("the LAMMPS input for %s does not fit %zu bytes", units, sizeof in);
+    tu_lmp_run(g_dir, in);
     snprintf(path, sizeof path, "%s/results.txt", g_dir);
-    fp = fopen(path, "r");
+    FILE *fp = fopen(path, "r");
     double press = 0.0;
     if (!fp || fscanf(fp, "%lf %lf %lf", vol, lx, &press) != 3) fail_msg("LAMMPS printed no results in %s", g_dir);
     fclose(fp);

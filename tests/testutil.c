@@ -388,9 +388,10 @@ void tu_write_text(const char *path, const char *text)
     fclose(fp);
 }
 
-/* LAMMPS from Debian has, once in a few hundred runs on a loaded VM, exited 1
- * after finishing its input (OpenMPI's teardown); one rerun of the same input
- * tells that apart from a real failure, which fails twice. */
+/* A reference lmp once exited 1 after finishing its input (test_lammps in
+ * .ci/run on a loaded 2-core VM, 2026-11-28; three reruns clean; cause not
+ * found). One rerun of the same input tells that apart from a real
+ * failure, which fails twice. */
 void tu_lmp_run(const char *dir, const char *in)
 {
     char path[1024], cmd[2048];
