@@ -207,23 +207,14 @@ def best_of(fn):
     return best
 
 
-def rounds_once(calls):
-    """Each call measured once, in order."""
-    _RUNS[0] = 1
-    try:
-        return [call() for call in calls]
-    finally:
-        _RUNS[0] = None
-
-
-def rounds(calls):
-    """Each call measures once; REPEAT rounds of all of them in turn, the
-    fastest loop of each kept (an error kept as it is). Returns a list like
-    calls."""
+def rounds(calls, repeat=None):
+    """Each call measures once; `repeat` (default REPEAT) rounds of all of
+    them in turn, the fastest loop of each kept (an error kept as it is).
+    Returns a list like calls."""
     best = [None] * len(calls)
     _RUNS[0] = 1
     try:
-        for _ in range(REPEAT):
+        for _ in range(repeat or REPEAT):
             for k, call in enumerate(calls):
                 if best[k] is not None and best[k].get("error"):
                     continue
@@ -560,9 +551,8 @@ def case_inlj(work, modes, ncell=None, steps=None):
     # fastest, which then runs in the rounds below.
     per_mode = {}
     if len(modes) > 1:
-        per_mode = dict(zip(modes, rounds_once([(lambda m=m: run_lammps_input(work, "%s_%s_probe" % (tag, m), m,
-                                                                              infile, steps))
-                                                for m in modes])))
+        probes = [(lambda m=m: run_lammps_input(work, "%s_%s_probe" % (tag, m), m, infile, steps)) for m in modes]
+        per_mode = dict(zip(modes, rounds(probes, repeat=1)))
     ok = {m: r for m, r in per_mode.items() if not r.get("error")}
     mode = min(ok, key=lambda m: ok[m]["loop_s"]) if ok else modes[0]
     # Both codes with in.lj's rebuild rule, "every 20 check no" (rebuild
