@@ -49,6 +49,33 @@ typedef struct nl_case {
     int drop_cell; /* place atoms in the cell, then bin as a cell-less cluster */
 } nl_case;
 
+/* A list of fronts only is packed (mdf_nl_list_head.packed): the rows that
+ * did not overflow lie one after another from slot 0 in the order the
+ * build met them, without gaps or overlaps, within the list's natoms x
+ * slots; the other rows are walked from the cells and take no room. */
+static void check_packed(const char *name, const mdf_nl_list_view *lv, int32_t slots, int32_t natoms)
+{
+    assert_int_equal(lv->head->packed, 1);
+    const int64_t room = (int64_t)natoms * slots;
+    uint8_t *taken = calloc((size_t)room, 1);
+    int64_t used = 0, end = 0;
+    for (int32_t li = 0; li < natoms; li++) {
+        if (lv->n_up[li] + lv->n_down[li] > slots) continue;
+        assert_int_equal(lv->n_down[li], 0);
+        for (int32_t k = 0; k < lv->n_up[li]; k++) {
+            const int64_t at = lv->row_at[li] + k;
+            if (at < 0 || at >= room || taken[at])
+                fail_msg("%s: row %d's entry %d at slot %lld: %s", name, li, k, (long long)at,
+                         at < 0 || at >= room ? "outside the list" : "where another row is");
+            taken[at] = 1;
+            end = at + 1 > end ? at + 1 : end;
+        }
+        used += lv->n_up[li];
+    }
+    if (end != used) fail_msg("%s: %lld entries spread over %lld slots (not packed)", name, (long long)used, (long long)end);
+    free(taken);
+}
+
 /* Rows of the half lists alone (up_only: MDF_MODEL_HALF_ROWS): each row's
  * front as the kernel's whole row has it (from a row wide enough for every
  * neighbour), no back, and overflow only past the slots. */
@@ -70,9 +97,9 @@ static void check_up_only(const nl_case *c, const mdf_frame *f, const mdf_sys_in
         overflowed += wup > slots;
         if (wup > slots) continue;
         for (int32_t k = 0; k < wup; k++)
-            if (lv->slots[(size_t)li * (size_t)slots + (size_t)k] != ref[k])
+            if (mdf_nl_row(lv, li)[k] != ref[k])
                 fail_msg("%s (sweep %d, up only): atom %d's entry %d is %u, the kernel's %u", c->name, simd, i, k,
-                         lv->slots[(size_t)li * (size_t)slots + (size_t)k], ref[k]);
+                         mdf_nl_row(lv, li)[k], ref[k]);
     }
     free(ref);
     assert_int_equal(lv->head->overflowed, overflowed);
@@ -117,9 +144,9 @@ static void check_owned(const nl_case *c, const mdf_frame *f, const mdf_sys_info
         overflowed += want > slots;
         if (want > slots) continue;
         for (int32_t k = 0; k < want; k++)
-            if (lv->slots[(size_t)li * (size_t)slots + (size_t)k] != ref[k])
+            if (mdf_nl_row(lv, li)[k] != ref[k])
                 fail_msg("%s (sweep %d, owned): atom %d's entry %d is %u, the walk's %u", c->name, simd, i, k,
-                         lv->slots[(size_t)li * (size_t)slots + (size_t)k], ref[k]);
+                         mdf_nl_row(lv, li)[k], ref[k]);
     }
     free(ref);
     assert_int_equal(lv->head->overflowed, overflowed);
@@ -158,6 +185,8 @@ static void check_codelet_lists(const nl_case *c, const mdf_frame *fr, const mdf
                                         .touch_begin = 0, .touch_end = si.natoms}};
     mdf_nl_build_cpu(buffers, &args);
     mdf_nl_list_view lv = mdf_nl_list_map(lblob);
+    if (up_only) check_packed(c->name, &lv, slots, a1 - a0);
+    else assert_int_equal(lv.head->packed, 0);
     if (owned) {
         check_owned(c, &f, &si, &v, &lv, slots, simd, a0, a1);
         free(lblob);
@@ -171,7 +200,7 @@ static void check_codelet_lists(const nl_case *c, const mdf_frame *fr, const mdf
     int32_t overflowed = 0;
     for (int32_t i = a0; i < a1; i++) {
         const int32_t li = i - a0;
-        const uint32_t *a = list + (size_t)i * (size_t)slots, *b = lv.slots + (size_t)li * (size_t)slots;
+        const uint32_t *a = list + (size_t)i * (size_t)slots, *b = mdf_nl_row(&lv, li);
         int32_t up = lv.n_up[li], down = lv.n_down[li];
         int32_t wup = 0, wdown = 0;
         uint32_t *tmp = calloc((size_t)slots, sizeof *tmp);
@@ -460,11 +489,111 @@ static void test_nonfinite_positions(void **state)
     assert_int_equal(mdf_nl_min_image(xi, xj, &si, d), 0 * 9 + 1 * 3 + 1);
 }
 
+/* Two periodic systems in one chunk, with packed lists of fronts (up_only):
+ * each system's rows stay in its own room (its rows x slots), so that
+ * when the second system alone is rebuilt (it moved), the first one's rows
+ * are left as they were, entry for entry, and the second's are the
+ * kernel's for its new positions. */
+static void test_packed_partial_rebuild(void **state)
+{
+    (void)state;
+    const double cell[9] = {14, 0, 0, 0, 14, 0, 0, 0, 14};
+    const int pbc[3] = {1, 1, 1}, zs[] = {18};
+    const double r_list = 4.5;
+    const int32_t slots = 96, n[2] = {200, 150};
+    mdf_frame f[2] = {tu_random(n[0], cell, pbc, 0.9, zs, 1, 11), tu_random(n[1], cell, pbc, 0.9, zs, 1, 12)};
+    const int32_t natoms = n[0] + n[1];
+    double *pos = malloc(sizeof(double) * 3 * (size_t)natoms);
+    memcpy(pos, f[0].positions, sizeof(double) * 3 * (size_t)n[0]);
+    memcpy(pos + 3 * n[0], f[1].positions, sizeof(double) * 3 * (size_t)n[1]);
+    mdf_sys_info si[2];
+    memset(si, 0, sizeof si);
+    for (int s = 0; s < 2; s++) {
+        si[s].natoms = n[s];
+        si[s].atom_start = s ? n[0] : 0;
+        memcpy(si[s].cell, cell, sizeof si[s].cell);
+        for (int k = 0; k < 3; k++) si[s].pbc[k] = pbc[k];
+        assert_true(mdf_inv3(si[s].cell, si[s].inv_cell));
+    }
+    void *blob = calloc(1, mdf_nl_bins_bytes(natoms, 2));
+    ((mdf_nl_bins_head *)blob)->atom_cap = natoms;
+    ((mdf_nl_bins_head *)blob)->sys_cap = 2;
+    mdf_nl_bins_view v = mdf_nl_bins_map(blob);
+    void *lblob = calloc(1, mdf_nl_list_bytes(natoms, slots));
+    mdf_nl_list_head *lh = (mdf_nl_list_head *)lblob;
+    lh->natoms = natoms;
+    lh->slots = slots;
+    struct starpu_vector_interface ifaces[5];
+    memset(ifaces, 0, sizeof ifaces);
+    ifaces[0].ptr = (uintptr_t)pos;
+    ifaces[2].ptr = (uintptr_t)si;
+    ifaces[3].ptr = (uintptr_t)blob;
+    ifaces[4].ptr = (uintptr_t)lblob;
+    void *buffers[5] = {&ifaces[0], &ifaces[1], &ifaces[2], &ifaces[3], &ifaces[4]};
+    mdf_nl_build_args args = {.r_list2 = r_list * r_list, .simd = MDF_NL_SIMD_GENERIC, .up_only = 1,
+                              .chunk = {.atom_begin = 0, .atom_end = natoms, .sys_begin = 0, .sys_end = 2,
+                                        .touch_begin = 0, .touch_end = natoms}};
+    mdf_nl_list_view lv = mdf_nl_list_map(lblob);
+    uint32_t *first = calloc((size_t)n[0] * (size_t)slots, sizeof *first), *ref = calloc(4096, sizeof *ref);
+    int32_t *first_up = calloc((size_t)n[0], sizeof *first_up);
+    for (int round = 0; round < 2; round++) {
+        for (int s = 0; s < 2; s++) {
+            v.grid[s].rebuilt = round == 0 || s == 1;
+            if (v.grid[s].rebuilt) mdf_nl_bin_system(pos, &si[s], s, &v, r_list);
+        }
+        mdf_nl_build_cpu(buffers, &args);
+        assert_int_equal(lh->packed, 1);
+        assert_int_equal(lh->overflowed, 0);
+        uint8_t *taken = calloc((size_t)natoms * (size_t)slots, 1);
+        for (int s = 0; s < 2; s++)
+            for (int32_t i = si[s].atom_start; i < si[s].atom_start + n[s]; i++) {
+                /* Inside the system's own room, no two rows on one slot. */
+                const int64_t room0 = (int64_t)si[s].atom_start * slots, room1 = room0 + (int64_t)n[s] * slots;
+                for (int32_t k = 0; k < lv.n_up[i]; k++) {
+                    const int64_t at = lv.row_at[i] + k;
+                    if (at < room0 || at >= room1 || taken[at])
+                        fail_msg("system %d, row %d, entry %d at slot %lld: outside its room or shared", s, i, k,
+                                 (long long)at);
+                    taken[at] = 1;
+                }
+                const uint32_t *row = mdf_nl_row(&lv, i);
+                if (s == 0 && round == 1) { /* not rebuilt: as it was */
+                    if (lv.n_up[i] != first_up[i] || memcmp(row, first + (size_t)i * slots, sizeof *row * (size_t)lv.n_up[i]))
+                        fail_msg("system 0, row %d changed when system 1 alone was rebuilt", i);
+                    continue;
+                }
+                int32_t up = 0, down = 0;
+                mdf_nl_build_atom(i, pos, v.offset, &si[s], &v.grid[s], v.cell_start + si[s].atom_start + s, v.sorted,
+                                  v.cell_of, r_list * r_list, 4096, ref, &up, &down);
+                if (lv.n_up[i] != up || lv.n_down[i] != 0 || memcmp(row, ref, sizeof *row * (size_t)up))
+                    fail_msg("round %d, system %d, row %d: %d+%d entries, the kernel's %d+0 (or other entries)", round,
+                             s, i, lv.n_up[i], lv.n_down[i], up);
+                if (s == 0) {
+                    first_up[i] = up;
+                    memcpy(first + (size_t)i * slots, row, sizeof *row * (size_t)up);
+                }
+            }
+        free(taken);
+        /* System 1 moves (more than the skin: its next build differs). */
+        uint64_t seed = 99;
+        for (int32_t k = 3 * n[0]; k < 3 * natoms; k++) pos[k] += 2.0 * (tu_rand(&seed) - 0.5);
+    }
+    free(first);
+    free(first_up);
+    free(ref);
+    free(lblob);
+    free(blob);
+    free(pos);
+    mdf_frame_free(&f[0]);
+    mdf_frame_free(&f[1]);
+}
+
 int main(void)
 {
     tu_start(NULL, 2, 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_brute_force),
+        cmocka_unit_test(test_packed_partial_rebuild),
         cmocka_unit_test(test_rebuild_rule),
         cmocka_unit_test(test_nonfinite_positions),
     };

@@ -130,7 +130,7 @@ EAM_INLINE int32_t eam_row_gather(const double *w, const mdf_nl_list_view *l, co
     int32_t *restrict sj = st->j + at, *restrict sboth = st->both + at;
     const int32_t M = l->head->slots;
     const double xi[3] = {w[3 * (size_t)i], w[3 * (size_t)i + 1], w[3 * (size_t)i + 2]};
-    const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
+    const uint32_t *nb = mdf_nl_row(l, li);
     int32_t n = 0;
     for (int part = 0; part < parts; part++) {
         const int32_t k0 = part ? M - l->n_down[li] : 0, k1 = part ? M : l->n_up[li];
@@ -194,7 +194,7 @@ static inline int eam_row_overflows(const mdf_nl_list_view *l, int32_t li)
 EAM_INLINE void eam_prefetch_row(const mdf_nl_list_view *l, int32_t li)
 {
     const int32_t M = l->head->slots;
-    const uint32_t *row = l->slots + (size_t)li * (size_t)M;
+    const uint32_t *row = mdf_nl_row(l, li);
     for (int32_t k = 0; k < l->n_up[li]; k += 16) __builtin_prefetch(row + k);
     for (int32_t k = M - l->n_down[li]; k < M; k += 16) __builtin_prefetch(row + k);
 }

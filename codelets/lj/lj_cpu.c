@@ -423,7 +423,7 @@ MDF_CPU_CLONES static void lj_system(int32_t sidx, const mdf_chunk *c, const dou
     memset(&acc, 0, sizeof acc);
     for (int32_t i = i0; i < i1; i++) {
         int32_t li = i - c->atom_begin;
-        const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
+        const uint32_t *nb = mdf_nl_row(l, li);
         const int32_t n_down = halo ? 0 : l->n_down[li];
         if (l->n_up[li] + l->n_down[li] > M)
             lj_atom_from_cells(i, x, f, atoms, s, sidx, v, p, &acc, walk_lo, walk_hi, hm);
@@ -492,7 +492,7 @@ static const lj_halo_map *lj_halo(const mdf_chunk *c, const mdf_sys_info *s, int
                         seen[j - s0] = 1;
                 continue;
             }
-            const uint32_t *restrict nb = l->slots + (size_t)li * (size_t)M;
+            const uint32_t *restrict nb = mdf_nl_row(l, li);
             for (int32_t k = 0; k < l->n_up[li]; k++) {
                 const int32_t j = base + (int32_t)(nb[k] >> bits); /* mdf_nl_entry_atom */
                 if (j < lo || j >= hb) seen[j - s0] = 1;

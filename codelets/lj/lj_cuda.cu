@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(MDF_LJ_BLOCK)
             const mdf_nl_grid *g = &v.grid[s];
             double cell[9];
             for (int k = 0; k < 9; k++) cell[k] = si->cell[k];
-            const uint32_t *nb = l.slots + (size_t)li * (size_t)M;
+            const uint32_t *nb = mdf_nl_row(&l, li);
             /* Up entries from the front, the others from the back: the full list. */
             for (int part = 0; part < 2; part++) {
                 int32_t k0 = part ? M - n_down : 0, k1 = part ? M : n_up;

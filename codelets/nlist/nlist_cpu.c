@@ -615,12 +615,36 @@ sweep_put_avx512(const candidates *c, int32_t i, double xi, double yi, double zi
 }
 #endif
 
+/* Where row li goes: its M fixed slots, or (a packed list: pack, the
+ * system's next free slot) the next free slot of its system's room. */
+static uint32_t *row_to_fill(const mdf_nl_list_view *l, int32_t li, const int64_t *pack)
+{
+    return pack ? l->slots + *pack : l->slots + (int64_t)li * l->head->slots;
+}
+
+/* After row li was filled at row_to_fill: a packed list records where, and
+ * its system's next row starts after this one's entries (none for a row
+ * that overflowed: no model reads it). Entries from the back, which the
+ * atom-by-atom builds write, are dropped: a packed list holds fronts only
+ * (the back was written within the row's M slots, which the next rows
+ * overwrite). Each row advances by at most M, so a system's rows never
+ * pass the M slots a row that it has. */
+static void row_filled(mdf_nl_list_view *l, int32_t li, int64_t *pack)
+{
+    if (!pack) return;
+    l->row_at[li] = *pack;
+    if (l->n_up[li] + l->n_down[li] > l->head->slots) return;
+    *pack += l->n_up[li];
+    l->n_down[li] = 0;
+}
+
 /* Lists of atoms [i0, i1) of system s, cell by cell: each neighbourhood is
  * gathered once and swept for every atom of the cell. own: the rows own
- * their pairs by mdf_nl_pair_owned over own's range (NULL: j > i). */
+ * their pairs by mdf_nl_pair_owned over own's range (NULL: j > i). pack:
+ * a packed list's next free slot for this system (NULL: fixed rows). */
 static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_t i1, const double *pos,
                            const mdf_nl_bins_view *v, double r_list2, mdf_nl_list_view *l, int32_t atom_begin,
-                           candidates *c, int32_t simd, int32_t up_only, const nl_owner *own)
+                           candidates *c, int32_t simd, int32_t up_only, const nl_owner *own, int64_t *pack)
 {
     (void)simd; /* without x86 intrinsics: generic only */
     const mdf_nl_grid *g = &v->grid[s];
@@ -640,15 +664,17 @@ static void build_by_cells(const mdf_sys_info *si, int32_t s, int32_t i0, int32_
             double xi = pos[3 * i] + v->offset[3 * i], yi = pos[3 * i + 1] + v->offset[3 * i + 1],
                    zi = pos[3 * i + 2] + v->offset[3 * i + 2];
             const int32_t li = i - atom_begin;
-            uint32_t *slots = l->slots + (size_t)li * (size_t)M;
+            uint32_t *slots = row_to_fill(l, li, pack);
 #if NL_X86
             if (simd == MDF_NL_SIMD_AVX512) {
                 sweep_put_avx512(c, i, xi, yi, zi, r_list2, M, up_only, own, slots, &l->n_up[li], &l->n_down[li]);
+                row_filled(l, li, pack);
                 continue;
             }
 #endif
             put_hits(c, i, sweep_candidates(c, i, xi, yi, zi, r_list2), M, up_only, own, slots, &l->n_up[li],
                      &l->n_down[li]);
+            row_filled(l, li, pack);
         }
     }
 }
@@ -693,6 +719,9 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
     const int32_t simd = nl_simd_for(args->simd);
     candidates cand = {0};
     const nl_owner owner = {c->atom_begin, c->atom_end}, *own = args->owned && args->up_only ? &owner : NULL;
+    /* Fronts only: packed rows (mdf_nl_row), so that the room past each
+     * system's rows is never touched (lazily mapped: no memory). */
+    l.head->packed = args->up_only != 0;
     for (int32_t s = c->sys_begin; s < c->sys_end; s++) {
         if (!v.grid[s].rebuilt) continue;
         any = 1;
@@ -701,13 +730,17 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
         const mdf_sys_info *si = &sys[s];
         int32_t i0, i1;
         mdf_chunk_rows(c, si, &i0, &i1);
+        /* Each system packs its rows into the M slots a row of its own
+         * (the same room as fixed rows): a system rebuilt alone leaves
+         * the others' rows where they are. */
+        int64_t next_slot = (int64_t)(i0 - c->atom_begin) * M, *pack = args->up_only ? &next_slot : NULL;
         /* A neighbourhood holds at most the whole system, through the
          * translations small cells try. */
         const int64_t need = candidates_needed(&v.grid[s], si->natoms);
         if (!v.grid[s].lists_off && (need <= si->natoms || need <= MDF_NL_GATHER_MAX) &&
             candidates_reserve(&cand, need) && cell_rows_reset(&cand, si->atom_start, si->natoms)) {
             build_by_cells(si, s, i0, i1, pos, &v, args->r_list2, &l, c->atom_begin, &cand, simd, args->up_only,
-                           own);
+                           own, pack);
             continue;
         }
         /* No room for the candidates, or no lists (every atom walks its
@@ -715,13 +748,14 @@ void mdf_nl_build_cpu(void *buffers[], void *cl_arg)
         const int32_t *cs = v.cell_start + si->atom_start + s;
         for (int32_t i = i0; i < i1; i++) {
             int32_t li = i - c->atom_begin;
-            uint32_t *slots = l.slots + (size_t)li * (size_t)M;
+            uint32_t *slots = row_to_fill(&l, li, pack);
             if (own && !v.grid[s].lists_off)
                 build_atom_owned(i, pos, v.offset, &v.grid[s], cs, &v, args->r_list2, M, own, slots, &l.n_up[li],
                                  &l.n_down[li]);
             else
                 mdf_nl_build_atom(i, pos, v.offset, si, &v.grid[s], cs, v.sorted, v.cell_of, args->r_list2, M,
                                   slots, &l.n_up[li], &l.n_down[li]);
+            row_filled(&l, li, pack);
         }
     }
     candidates_free(&cand);

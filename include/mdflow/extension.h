@@ -269,7 +269,8 @@ typedef struct mdf_model_def {
                                     * CPU codelet reads only the front of each list
                                     * row (the n_up entries, j > i): the list builds
                                     * then leave the back out (n_down 0), about half
-                                    * of their sweep */
+                                    * of their sweep, and pack the rows: read row li
+                                    * with mdf_nl_row (kernel/nlist.h) */
 #define MDF_MODEL_HALF_ROWS_WHOLE 8 /* as MDF_MODEL_HALF_ROWS, for the lists of chunks
                                      * that hold whole systems only (the codelet
                                      * reads a slice's back: pairs across its edge) */

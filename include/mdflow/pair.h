@@ -229,7 +229,7 @@ MDF_PAIR_INLINE void mdf_pair_system(const mdf_pair_ctx *c, int32_t sidx, const 
     memset(&acc, 0, sizeof acc);
     for (int32_t i = i0; i < i1; i++) {
         int32_t li = i - ch->atom_begin;
-        const uint32_t *nb = l->slots + (size_t)li * (size_t)M;
+        const uint32_t *nb = mdf_nl_row(l, li);
         if (l->n_up[li] + l->n_down[li] > M)
             mdf_pair_atom_from_cells(c, i, x, f, atoms, s, sidx, v, &acc, lo, hi);
         else if (slice)
